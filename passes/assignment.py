@@ -1,0 +1,42 @@
+"""``stablehlo-layout-assignment`` as a Python pass for jaxlib's PassManager."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import ClassVar
+
+from jaxlib.mlir import ir
+
+from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.errors import PassError
+from stablehlo_layout.targets import get_target
+
+
+@dataclass(frozen=True)
+class LayoutAssignmentPass:
+    """Assign an explicit layout to every value and insert the copies XLA would."""
+
+    target: str = "generic"
+    entry_layouts: str = "default"
+
+    NAME: ClassVar[str] = "stablehlo-layout-assignment"
+
+    def __post_init__(self) -> None:
+        get_target(self.target)  # an unknown target fails when the pipeline is built
+        if self.entry_layouts not in ("default", "free"):
+            raise PassError(f"entry-layouts must be default or free, not {self.entry_layouts!r}")
+
+    def __call__(self, op: ir.Operation, pass_: object) -> None:
+        # Handles from an earlier run are dead here: the importer walks afresh.
+        try:
+            result = assign_module(op, self.target, self.entry_layouts)
+        except PassError as e:
+            op.emit_error(str(e)) if hasattr(op, "emit_error") else print(str(e), file=sys.stderr)
+            pass_.signal_pass_failure()  # type: ignore[attr-defined]
+            return
+        for note in result.warnings:
+            print(note, file=sys.stderr)
+
+    def add_to(self, pm: object) -> None:
+        pm.add(self, name=self.NAME, argument=self.NAME)  # type: ignore[attr-defined]

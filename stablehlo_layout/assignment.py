@@ -1,0 +1,58 @@
+"""One call from an MLIR module to a laid-out module: import, propagate, rewrite."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jaxlib.mlir import ir
+
+from .graph import Graph
+from .importer import import_module
+from .propagation import Assignment, assign_layouts
+from .rewrite import InsertedCopy, rewrite
+from .targets import Target, get_target
+
+
+@dataclass
+class LayoutResult:
+    """What a run produced: the engine's answer and the copies written into the module."""
+
+    module: ir.Module | ir.Operation
+    graph: Graph
+    assignment: Assignment
+    copies: list[InsertedCopy]
+    target: str
+    entry_layouts: str
+    warnings: list[str] = field(default_factory=list)
+
+
+def resolve_target(target: str | Target) -> tuple[Target, str | None]:
+    if isinstance(target, Target):
+        return target, None
+    return get_target(target)
+
+
+def _import(module: ir.Module | ir.Operation, target: str | Target):
+    tgt, warning = resolve_target(target)
+    graph, handles = import_module(module)
+    warnings = [warning] if warning else []
+    for op, count in sorted(graph.unknown_ops.items()):
+        warnings.append(f"note: {count} {op} op(s) unknown to the rules: "
+                        "their operands and results are pinned to the default layout")
+    return tgt, graph, handles, warnings
+
+
+def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
+            entry_layouts: str = "default", trace: bool = False) -> tuple[Graph, Assignment, list[str]]:
+    """Import and propagate without touching the module."""
+    tgt, graph, _, warnings = _import(module, target)
+    return graph, assign_layouts(graph, tgt, entry_layouts, trace), warnings
+
+
+def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
+                  entry_layouts: str = "default", trace: bool = False) -> LayoutResult:
+    """Assign layouts to ``module`` in place and return what was decided."""
+    tgt, graph, handles, warnings = _import(module, target)
+    assignment = assign_layouts(graph, tgt, entry_layouts, trace)
+    copies = rewrite(module, assignment, handles)
+    return LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)

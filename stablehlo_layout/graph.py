@@ -1,0 +1,111 @@
+"""The constraint graph: plain Python data keyed by integer ids.
+
+The graph mirrors what XLA's pass sees in HLO:
+
+* an ``Instruction`` per op, plus one ``parameter`` instruction per block
+  argument (a computation's parameters) and, per computation, a ``root``
+  pseudo-instruction standing for the terminator (XLA's root tuple);
+* a ``Value`` per op result / block argument.  Result ``i`` of a multi-result
+  op is XLA's shape index ``{i}``;
+* a *buffer* per value that an instruction defines.  Values that merely
+  forward another value (``optimization_barrier`` results, implicit captures)
+  point at the defining value's buffer, like XLA's points-to analysis;
+* a ``Computation`` per function body or region, with its caller.
+
+Nothing here holds an MLIR handle; the importer and rewriter keep those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .layout import Dims, Layout
+
+# Value kinds.  Only arrays carry layouts.
+ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
+
+
+@dataclass(slots=True)
+class Value:
+    id: int
+    kind: str
+    element: str  # XLA element spelling for arrays, type text otherwise
+    dims: Dims  # () for scalars and non-arrays
+    producer: int  # instruction id
+    index: int  # result number, or parameter number
+    buffer: int  # id of the value whose buffer this value points to
+    uses: list[tuple[int, int]] = field(default_factory=list)  # (instruction, operand no)
+    pinned: Layout | None = None  # a layout the input already fixed (entry, custom call)
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def is_array(self) -> bool:
+        return self.kind == ARRAY
+
+
+@dataclass(slots=True)
+class Instruction:
+    id: int
+    op: str  # MLIR op name, or "parameter" / "root"
+    comp: int
+    operands: list[int]
+    results: list[int]
+    attrs: dict[str, Any]
+    loc: str  # human location: NameLoc name or file:line:col
+    callees: list[int] = field(default_factory=list)  # computations this op calls
+    # Operands beyond the op's own: outer values a region reads implicitly.
+    captures: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Computation:
+    id: int
+    name: str
+    kind: str  # "func", "body", "cond", "branch", "apply"
+    params: list[int]  # parameter instruction ids, in order
+    root: int  # root pseudo-instruction id; its operands are the results
+    instrs: list[int]  # every instruction id, in block order (params first)
+    caller: int | None = None  # the calling instruction, for regions
+    callers: list[int] = field(default_factory=list)  # func.call sites
+    is_entry: bool = False
+
+
+@dataclass(slots=True)
+class Graph:
+    values: list[Value] = field(default_factory=list)
+    instrs: list[Instruction] = field(default_factory=list)
+    comps: list[Computation] = field(default_factory=list)
+    entry: int | None = None
+    func_by_name: dict[str, int] = field(default_factory=dict)
+    # Entry signature: per parameter / result, the pinned layout, "auto" (free),
+    # or None (not stated in the input; the entry mode decides).
+    entry_param_modes: list[Layout | str | None] = field(default_factory=list)
+    entry_result_modes: list[Layout | str | None] = field(default_factory=list)
+    # (parameter number, result number) pairs that alias (donation).
+    entry_aliases: list[tuple[int, int]] = field(default_factory=list)
+    unknown_ops: dict[str, int] = field(default_factory=dict)
+
+    def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
+        vid = len(self.values)
+        v = Value(vid, kind, element, dims, producer, index, vid)
+        self.values.append(v)
+        return v
+
+    def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: str) -> Instruction:
+        iid = len(self.instrs)
+        ins = Instruction(iid, op, comp, operands, [], attrs, loc)
+        self.instrs.append(ins)
+        for n, vid in enumerate(operands):
+            self.values[vid].uses.append((iid, n))
+        return ins
+
+    def operand_value(self, iid: int, n: int) -> Value:
+        return self.values[self.instrs[iid].operands[n]]
+
+    def describe(self, iid: int) -> str:
+        ins = self.instrs[iid]
+        return f"{ins.op} at {ins.loc}" if ins.loc else ins.op

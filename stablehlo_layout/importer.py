@@ -1,0 +1,378 @@
+"""One walk over an MLIR module builds the constraint graph.
+
+This is the only module besides ``mlir.py`` and ``rewrite.py`` that reads MLIR.
+It keeps the MLIR handles it saw in ``Handles`` so the rewriter can find them
+again without a second lookup; the engine never sees them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from jaxlib.mlir import ir
+
+from . import layout as L
+from .errors import PassError
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
+from .rules import rule_for
+
+# Region kinds by parent op: which computation each region of the op is.
+_REGION_KINDS = {
+    "stablehlo.while": ("cond", "body"),
+    "mhlo.while": ("cond", "body"),
+    "stablehlo.case": None,  # every region is a branch
+    "stablehlo.if": None,
+    "mhlo.case": None,
+    "mhlo.if": None,
+}
+
+
+@dataclass
+class Handles:
+    """MLIR objects by graph id, valid only until the module is next mutated by a PassManager."""
+
+    ops: list[ir.Operation | None] = field(default_factory=list)  # by instruction id
+    values: list[ir.Value] = field(default_factory=list)  # by value id
+    funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
+    terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
+    regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
+
+
+def location_text(loc: ir.Location) -> str:
+    """A short human form of an MLIR location: a NameLoc's name, or file:line:col."""
+    text = str(loc)
+    m = re.match(r'loc\("([^"]*)"(?::(\d+):(\d+))?', text)
+    if not m:
+        return text[4:-1] if text.startswith("loc(") else text
+    name, line, col = m.groups()
+    return f"{name}:{line}:{col}" if line else name
+
+
+def _int_list(attr: ir.Attribute) -> list[int]:
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return list(attr)
+    if isinstance(attr, ir.DenseIntElementsAttr):
+        return [int(x) for x in attr]
+    if isinstance(attr, ir.ArrayAttr):
+        return [ir.IntegerAttr(a).value for a in attr]
+    raise PassError(f"expected an integer list attribute, got {attr}")
+
+
+def _dense_layouts(attr: ir.Attribute) -> list[L.Layout | None]:
+    """``operand_layouts``-style ArrayAttr: one minor_to_major per entry."""
+    out: list[L.Layout | None] = []
+    for a in ir.ArrayAttr(attr):
+        out.append(L.intern(int(x) for x in ir.DenseIntElementsAttr(a)))
+    return out
+
+
+def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
+    """The attributes the rules and targets read, as plain Python data."""
+    attrs = op.attributes
+    short = name.split(".", 1)[1]
+    out: dict[str, Any] = {}
+    if short == "transpose":
+        out["perm"] = tuple(_int_list(attrs["permutation"]))
+    elif short in ("broadcast_in_dim", "dynamic_broadcast_in_dim"):
+        out["dims"] = tuple(_int_list(attrs["broadcast_dimensions"]))
+    elif short == "broadcast":
+        sizes = _int_list(attrs["broadcast_sizes"])
+        rank = ir.RankedTensorType(op.results[0].type).rank
+        out["dims"] = tuple(range(len(sizes), rank))
+    elif short == "reduce":
+        out["dims"] = tuple(_int_list(attrs["dimensions"]))
+    elif short == "concatenate":
+        out["dim"] = ir.IntegerAttr(attrs["dimension"]).value
+    elif short == "custom_call":
+        out["target"] = ir.StringAttr(attrs["call_target_name"]).value
+        if "operand_layouts" in attrs and "result_layouts" in attrs:
+            out["operand_layouts"] = _dense_layouts(attrs["operand_layouts"])
+            out["result_layouts"] = _dense_layouts(attrs["result_layouts"])
+        if "output_operand_aliases" in attrs:
+            aliases = []
+            for a in ir.ArrayAttr(attrs["output_operand_aliases"]):
+                text = str(a)
+                outs = re.search(r"output_tuple_indices = \[([\d, ]*)\]", text)
+                opnd = re.search(r"operand_index = (\d+)", text)
+                opti = re.search(r"operand_tuple_indices = \[([\d, ]*)\]", text)
+                out_idx = [int(x) for x in outs.group(1).split(",") if x.strip()] if outs else []
+                op_tuple = [int(x) for x in opti.group(1).split(",") if x.strip()] if opti else []
+                if opnd and not op_tuple:
+                    aliases.append((out_idx[0] if out_idx else 0, int(opnd.group(1))))
+            out["aliases"] = aliases
+    elif name == "func.call":
+        out["callee"] = ir.FlatSymbolRefAttr(attrs["callee"]).value
+    elif short in ("dot_general", "dot", "convolution"):
+        # Targets read these; keep the printed form and parse lazily there.
+        for key in ("dot_dimension_numbers", "dimension_numbers"):
+            if key in attrs:
+                out["dimension_numbers"] = str(attrs[key])
+    elif short == "sort":
+        out["dimension"] = ir.IntegerAttr(attrs["dimension"]).value if "dimension" in attrs else -1
+    elif short in ("all_gather",):
+        out["dim"] = ir.IntegerAttr(attrs["all_gather_dim"]).value
+    elif short == "reduce_scatter":
+        out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value
+    elif short == "all_to_all":
+        if "split_dimension" in attrs:
+            out["dim"] = ir.IntegerAttr(attrs["split_dimension"]).value
+    return out
+
+
+class _Importer:
+    def __init__(self, module: ir.Module | ir.Operation) -> None:
+        self.module = module.operation if isinstance(module, ir.Module) else module
+        self.g = Graph()
+        self.h = Handles()
+        self.vid: dict[ir.Value, int] = {}
+        self.comp_parent: dict[int, int | None] = {}
+        # Per computation: captured outer value id -> local parameter value id.
+        self.captured: dict[int, dict[int, int]] = {}
+        self.value_comp: list[int] = []
+
+    # -- values --------------------------------------------------------------
+    def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
+        g = self.g
+        if isinstance(t, ir.RankedTensorType):
+            dims = tuple(None if t.is_dynamic_dim(i) else d for i, d in enumerate(t.shape))
+            val = g.add_value(ARRAY, L.xla_element_type(str(t.element_type)), dims, producer, index)
+        elif isinstance(t, ir.TupleType):
+            val = g.add_value(TUPLE, str(t), (), producer, index)
+        elif "token" in str(t):
+            val = g.add_value(TOKEN, "token", (), producer, index)
+        else:
+            val = g.add_value(OTHER, str(t), (), producer, index)
+        if v is not None:
+            self.vid[v] = val.id
+        self.h.values.append(v)  # type: ignore[arg-type]
+        self.value_comp.append(comp)
+        return val.id
+
+    def _use(self, v: ir.Value, comp: int) -> int:
+        vid = self.vid[v]
+        if self.value_comp[vid] == comp:
+            return vid
+        return self._capture(vid, comp)
+
+    def _capture(self, vid: int, comp: int) -> int:
+        """Make an outer value visible in ``comp`` as a parameter, as XLA's export does."""
+        local = self.captured.setdefault(comp, {})
+        if vid in local:
+            return local[vid]
+        parent = self.comp_parent[comp]
+        assert parent is not None
+        outer = vid if self.value_comp[vid] == parent else self._capture(vid, parent)
+        c = self.g.comps[comp]
+        caller = self.g.instrs[c.caller]  # type: ignore[index]
+        caller.captures.append(outer)
+        caller.attrs.setdefault("capture_params", []).append((comp, len(c.params)))
+        operand_no = len(caller.operands) + len(caller.captures) - 1
+        self.g.values[outer].uses.append((caller.id, operand_no))
+        ov = self.g.values[outer]
+        p = self.g.add_instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc)
+        self.h.ops.append(None)
+        pv = self._new_value(None, _NO_TYPE, p.id, len(c.params), comp)
+        val = self.g.values[pv]
+        val.kind, val.element, val.dims = ov.kind, ov.element, ov.dims
+        p.results.append(pv)
+        c.params.append(p.id)
+        c.instrs.insert(len(c.params) - 1, p.id)
+        local[vid] = pv
+        return pv
+
+    # -- structure -----------------------------------------------------------
+    def run(self) -> tuple[Graph, Handles]:
+        body = self.module.regions[0].blocks[0]
+        funcs = [op for op in body.operations if op.operation.name == "func.func"]
+        if not funcs:
+            raise PassError("the module has no func.func to assign layouts to")
+        for f in funcs:
+            name = ir.StringAttr(f.attributes["sym_name"]).value
+            cid = self._new_comp(name, "func", None, None)
+            self.g.func_by_name[name] = cid
+            self.h.funcs[cid] = f
+        self.g.entry = self._pick_entry(funcs)
+        self.g.comps[self.g.entry].is_entry = True
+        for f in funcs:
+            cid = self.g.func_by_name[ir.StringAttr(f.attributes["sym_name"]).value]
+            if len(f.regions[0].blocks) == 0:
+                continue  # a declaration: nothing to lay out
+            self._walk_region(f.regions[0], cid)
+        self._link_calls()
+        self._read_entry_signature(funcs)
+        return self.g, self.h
+
+    def _pick_entry(self, funcs: list[ir.Operation]) -> int:
+        names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+        if "main" in names:
+            return self.g.func_by_name["main"]
+        public = [
+            n for f, n in zip(funcs, names)
+            if "sym_visibility" not in f.attributes
+            or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
+        ]
+        if len(public) == 1:
+            return self.g.func_by_name[public[0]]
+        raise PassError(
+            "cannot tell the entry function: no @main and "
+            f"{len(public)} public functions ({', '.join(public) or 'none'})"
+        )
+
+    def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
+        cid = len(self.g.comps)
+        self.g.comps.append(Computation(cid, name, kind, [], -1, [], caller))
+        self.comp_parent[cid] = parent
+        return cid
+
+    def _walk_region(self, region: ir.Region, cid: int) -> None:
+        g, h = self.g, self.h
+        comp = g.comps[cid]
+        self.h.regions[cid] = region
+        block = region.blocks[0]
+        for n, arg in enumerate(block.arguments):
+            p = g.add_instr("parameter", cid, [], {"number": n}, comp.name)
+            h.ops.append(None)
+            p.results.append(self._new_value(arg, arg.type, p.id, n, cid))
+            comp.params.append(p.id)
+            comp.instrs.append(p.id)
+        ops = list(block.operations)
+        for position, op in enumerate(ops):
+            name = op.operation.name
+            operands = [self._use(v, cid) for v in op.operands]
+            if position == len(ops) - 1 and _is_terminator(name):
+                root = g.add_instr("root", cid, operands, {"op": name}, location_text(op.location))
+                h.ops.append(op.operation)
+                comp.root = root.id
+                comp.instrs.append(root.id)
+                h.terminators[cid] = op.operation
+                continue
+            rule = rule_for(name)
+            if not rule.known:
+                g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
+            ins = g.add_instr(name, cid, operands, _extract(op, name), location_text(op.location))
+            h.ops.append(op.operation)
+            comp.instrs.append(ins.id)
+            if len(op.regions):
+                kinds = _REGION_KINDS.get(name, ())
+                for k, region in enumerate(op.regions):
+                    if len(region.blocks) == 0:
+                        continue
+                    kind = ("branch" if kinds is None else kinds[k]) if kinds != () else "apply"
+                    child = self._new_comp(f"{comp.name}.{name.split('.')[-1]}{ins.id}.{kind}{k}", kind, ins.id, cid)
+                    ins.callees.append(child)
+                    self._walk_region(region, child)
+            for r, res in enumerate(op.results):
+                ins.results.append(self._new_value(res, res.type, ins.id, r, cid))
+            if rule.forwards:
+                for r, vid in enumerate(ins.results):
+                    if r < len(ins.operands):
+                        g.values[vid].buffer = g.values[ins.operands[r]].buffer
+        if comp.root < 0:
+            root = g.add_instr("root", cid, [], {"op": "none"}, comp.name)
+            h.ops.append(None)
+            comp.root = root.id
+            comp.instrs.append(root.id)
+
+    def _link_calls(self) -> None:
+        for ins in self.g.instrs:
+            if ins.op == "func.call":
+                callee = self.g.func_by_name.get(ins.attrs["callee"])
+                if callee is None:
+                    raise PassError(f"call to unknown function @{ins.attrs['callee']}", ins.loc)
+                ins.callees.append(callee)
+                self.g.comps[callee].callers.append(ins.id)
+
+    def _read_entry_signature(self, funcs: list[ir.Operation]) -> None:
+        g = self.g
+        assert g.entry is not None
+        f = self.h.funcs[g.entry]
+        comp = g.comps[g.entry]
+        where = location_text(f.location)
+        params = [g.values[g.instrs[p].results[0]] for p in comp.params]
+        results = [g.values[v] for v in g.instrs[comp.root].operands]
+        module_params = _module_layouts(self.module, "mhlo.xla_entry_computation_parameter_layouts")
+        module_result = _module_layouts(self.module, "mhlo.xla_entry_computation_result_layout")
+        if module_result is not None and len(module_result) == 1 and isinstance(module_result[0], list):
+            module_result = module_result[0]  # a tuple result is one nested array
+        arg_attrs = _attr_dicts(f, "arg_attrs", len(params))
+        res_attrs = _attr_dicts(f, "res_attrs", len(results))
+        g.entry_param_modes = [
+            _mode(a.get("mhlo.layout_mode"), module_params, i, v, f"{where}: parameter {i}")
+            for i, (a, v) in enumerate(zip(arg_attrs, params))
+        ]
+        g.entry_result_modes = [
+            _mode(a.get("mhlo.layout_mode"), module_result, i, v, f"{where}: result {i}")
+            for i, (a, v) in enumerate(zip(res_attrs, results))
+        ]
+        for i, a in enumerate(arg_attrs):
+            alias = a.get("tf.aliasing_output")
+            if alias is not None:
+                g.entry_aliases.append((i, int(alias)))
+
+
+_NO_TYPE: Any = None
+
+
+def _is_terminator(name: str) -> bool:
+    return name in ("func.return", "stablehlo.return", "mhlo.return")
+
+
+def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = [{} for _ in range(n)]
+    if key not in f.attributes:
+        return out
+    for i, d in enumerate(ir.ArrayAttr(f.attributes[key])):
+        if i >= n:
+            break
+        d = ir.DictAttr(d)
+        for name in ("mhlo.layout_mode", "tf.aliasing_output"):
+            if name in d:
+                a = d[name]
+                out[i][name] = ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else str(ir.IntegerAttr(a).value)
+    return out
+
+
+def _module_layouts(module: ir.Operation, key: str) -> list[Any] | None:
+    attrs = module.attributes
+    if key not in attrs:
+        return None
+
+    def conv(a: ir.Attribute) -> Any:
+        if isinstance(a, ir.ArrayAttr):
+            return [conv(x) for x in a]
+        return L.intern(int(x) for x in ir.DenseIntElementsAttr(a))
+
+    return [conv(a) for a in ir.ArrayAttr(attrs[key])]
+
+
+def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, where: str) -> L.Layout | str | None:
+    """An entry parameter/result: a pinned layout, "auto", or None (unstated)."""
+    if text is None:
+        if module_layouts is not None and i < len(module_layouts) and not isinstance(module_layouts[i], list):
+            lay = module_layouts[i]
+            if v.is_array and len(lay) == v.rank and L.is_permutation(lay, v.rank):
+                return lay
+        return None
+    if text == "auto":
+        return "auto"
+    if text == "default":
+        return L.default_layout(v.rank) if v.is_array else None
+    try:
+        lay = L.parse_layout(text)
+    except ValueError as e:
+        raise PassError(f'mhlo.layout_mode = "{text}" is not a layout: {e}', where) from None
+    if not v.is_array:
+        return None
+    if not L.is_permutation(lay, v.rank):
+        raise PassError(
+            f'mhlo.layout_mode = "{text}" is not a permutation of the {v.rank} dimensions of '
+            f"{L.ArrayShape(v.element, v.dims)}",
+            where,
+        )
+    return lay
+
+
+def import_module(module: ir.Module | ir.Operation) -> tuple[Graph, Handles]:
+    return _Importer(module).run()

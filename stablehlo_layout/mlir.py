@@ -1,0 +1,588 @@
+"""The one module that touches jaxlib's MLIR internals.
+
+It builds contexts, recognises and loads every input kind the tool accepts
+(MLIR text, MLIR bytecode including StableHLO portable artifacts, XLA HLO text,
+serialized `jax.export` artifacts), and prints or serializes modules.
+Everything that can go wrong with an input becomes an `InputError` carrying the
+line and column of the first diagnostic when the input has lines.
+
+Only `jaxlib.mlir` is imported eagerly: `import jax` costs ~0.6 s and is paid
+only when a `jax.export` artifact is read; jaxlib's HLO bindings are likewise
+loaded only for HLO text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+
+from .errors import InputError
+
+__all__ = [
+    "BYTECODE_MAGIC",
+    "HLO_TEXT",
+    "JAX_EXPORT",
+    "MLIR_BYTECODE",
+    "MLIR_TEXT",
+    "detect_kind",
+    "load",
+    "make_context",
+    "prepare_hlo_text",
+    "print_module",
+    "read_input",
+    "to_bytecode",
+]
+
+BYTECODE_MAGIC = b"ML\xefR"
+# The producer string StableHLO writes into a portable artifact's bytecode header.
+_PORTABLE_PRODUCER = b"StableHLO_v"
+
+MLIR_BYTECODE = "mlir-bytecode"
+MLIR_TEXT = "mlir-text"
+HLO_TEXT = "hlo-text"
+JAX_EXPORT = "jax-export"
+
+_UNKNOWN_INPUT = "not MLIR text, MLIR bytecode, HLO text or a jax.export artifact"
+_STDIN_NAME = "<stdin>"
+
+
+# --------------------------------------------------------------------------
+# Contexts
+
+
+def make_context() -> ir.Context:
+    """A fresh context that knows every dialect JAX and XLA emit.
+
+    Mirrors `jax._src.interpreters.mlir.make_ir_context()` without importing
+    jax. Nothing is shared between contexts, so several can live side by side.
+    """
+    # jaxlib's `ir.Context()` already appends and loads its site registry
+    # (builtin, func, arith, ...); the jax registry adds the rest jax uses.
+    ctx = ir.Context()
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    ctx.append_dialect_registry(registry)
+    ctx.load_all_available_dialects()
+    for register in (
+        sdy.register_dialect,
+        mpmd.register_dialect,
+        mhlo.register_mhlo_dialect,
+        chlo.register_dialect,
+        stablehlo.register_dialect,
+    ):
+        register(ctx)
+    # Modules may carry custom or vendor ops; they must still load (the pass
+    # treats unknown ops conservatively).
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+# --------------------------------------------------------------------------
+# Printing and serialization
+
+
+def print_module(module: ir.Module, debuginfo: bool = False) -> str:
+    """The module in pretty (custom) form, with locations if `debuginfo`."""
+    return module.operation.get_asm(
+        enable_debug_info=debuginfo, print_generic_op_form=False
+    )
+
+
+def to_bytecode(module: ir.Module) -> bytes:
+    """The module as MLIR bytecode."""
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------
+# Reading inputs
+
+
+def read_input(path: str, ctx: ir.Context) -> ir.Module:
+    """Read `path` and load it into `ctx`.
+
+    `-` reads stdin as bytes; errors then name the input `<stdin>`.
+    """
+    if path == "-":
+        return load(sys.stdin.buffer.read(), _STDIN_NAME, ctx)
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        raise InputError(path, "no such file") from None
+    except OSError as error:
+        raise InputError(path, _os_reason(error)) from None
+    return load(data, path, ctx)
+
+
+def _os_reason(error: OSError) -> str:
+    text = error.strerror or str(error)
+    return text[:1].lower() + text[1:]
+
+
+def detect_kind(data: bytes) -> str | None:
+    """Which input kind `data` is, or None when it is none of them.
+
+    Order matters: bytecode is recognised by its magic; anything that decodes
+    as text is HLO (first non-blank line starts with `HloModule`) or MLIR text;
+    only then is binary data tried as a `jax.export` flatbuffer, whose embedded
+    StableHLO bytecode can never decode as UTF-8.
+    """
+    return _classify(data)[0]
+
+
+def _classify(data: bytes) -> tuple[str | None, str | None]:
+    """(kind, decoded text for the text kinds)."""
+    if data.startswith(BYTECODE_MAGIC):
+        return MLIR_BYTECODE, None
+    text = _as_text(data)
+    if text is not None:
+        kind = HLO_TEXT if _HLO_HEADER.match(text) else MLIR_TEXT
+        return kind, text
+    if _looks_like_jax_export(data):
+        return JAX_EXPORT, None
+    return None, None
+
+
+def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context) -> ir.Module:
+    """Load any supported input kind into `ctx` as a verified module.
+
+    `path` only names the input in errors. Raises `InputError`.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    data = bytes(data)
+    if not data or data.isspace():
+        raise InputError(path, "empty input")
+    kind, text = _classify(data)
+    if kind == MLIR_BYTECODE:
+        return _load_bytecode(data, path, ctx)
+    if kind == JAX_EXPORT:
+        return _load_bytecode(_bytecode_from_jax_export(data, path), path, ctx)
+    if kind == HLO_TEXT and text is not None:
+        return _load_hlo_text(text, path, ctx)
+    if kind == MLIR_TEXT and text is not None:
+        locate = _text_locator
+        return _verified(_parse(text, path, ctx, locate), path, locate)
+    raise InputError(path, _UNKNOWN_INPUT)
+
+
+# Bytes that never occur in MLIR or HLO text; they mark binary data even when
+# it happens to be valid UTF-8.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+
+
+def _as_text(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if _CONTROL_CHARS.search(text):
+        return None
+    return text.removeprefix("\ufeff")
+
+
+# The first non-blank line of HLO text starts with this keyword.
+_HLO_HEADER = re.compile(r"\s*HloModule\b")
+
+
+def _looks_like_jax_export(data: bytes) -> bool:
+    # A flatbuffer starts with the little-endian offset of its root table, and
+    # an export always embeds a StableHLO bytecode blob. Checking both keeps us
+    # from importing jax (0.6 s) for every piece of binary garbage.
+    if len(data) < 8 or BYTECODE_MAGIC not in data:
+        return False
+    root = int.from_bytes(data[:4], "little")
+    return 4 <= root < len(data)
+
+
+# --------------------------------------------------------------------------
+# Diagnostics -> InputError
+
+
+@dataclass(frozen=True)
+class _Diagnostic:
+    location: str  # str(ir.Location), e.g. 'loc("-":3:5)' or 'loc("add.1")'
+    message: str
+
+
+# Maps a diagnostic's location to a (line, column) in the input, if it has one.
+_Locator = Callable[[str], tuple[int, int | None] | None]
+
+_FILE_POSITION = re.compile(r'"-":(\d+):(\d+)')
+# Where bytecode readers report problems with the bytes themselves.
+_READER_LOCATION = re.compile(r'loc\("-":0:0\)|loc\(unknown\)')
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"(:\d+:\d+)?')
+
+
+def _text_locator(location: str) -> tuple[int, int | None] | None:
+    # The MLIR parser names its input buffer "-".
+    match = _FILE_POSITION.search(location)
+    if match is None or int(match.group(1)) == 0:
+        return None
+    return int(match.group(1)), int(match.group(2))
+
+
+def _no_locator(location: str) -> None:
+    # Bytecode has no lines; its "-":0:0 positions and stored locations do not
+    # point into the input file.
+    return None
+
+
+def _describe_location(location: str) -> str | None:
+    """The leading name or file:line:col of a location, for a reason's suffix."""
+    match = _QUOTED.search(location)
+    if match is None:
+        return None
+    name = match.group(1)
+    if name == "-":  # the parse buffer itself: no useful place to name
+        return None
+    return name + (match.group(2) or "")
+
+
+def _input_error(
+    path: str,
+    diagnostics: Sequence[_Diagnostic],
+    fallback: str,
+    locate: _Locator,
+    prefix: str = "",
+) -> InputError:
+    if not diagnostics:
+        return InputError(path, prefix + fallback)
+    first = diagnostics[0]
+    position = locate(first.location)
+    # The prefix says which reader failed; a verifier complaint about an op
+    # (any real location) is not the reader's fault.
+    if not _READER_LOCATION.fullmatch(first.location):
+        prefix = ""
+    reason = prefix + first.message
+    if position is None:
+        where = _describe_location(first.location)
+        if where:
+            reason += f" (at {where})"
+        return InputError(path, reason)
+    return InputError(path, reason, position[0], position[1])
+
+
+def _from_mlir_error(error: ir.MLIRError) -> list[_Diagnostic]:
+    return [_Diagnostic(str(d.location), d.message) for d in error.error_diagnostics]
+
+
+@contextlib.contextmanager
+def _collected_errors(ctx: ir.Context) -> Iterator[list[_Diagnostic]]:
+    """Collect error diagnostics that C++ entry points emit instead of raising."""
+    errors: list[_Diagnostic] = []
+
+    def handler(diagnostic: ir.Diagnostic) -> bool:
+        if diagnostic.severity != ir.DiagnosticSeverity.ERROR:
+            return False  # let warnings reach stderr as usual
+        # A Diagnostic is only valid during the callback: copy it out.
+        errors.append(_Diagnostic(str(diagnostic.location), diagnostic.message))
+        return True
+
+    attached = ctx.attach_diagnostic_handler(handler)
+    try:
+        yield errors
+    finally:
+        attached.detach()
+
+
+# --------------------------------------------------------------------------
+# MLIR text and bytecode
+
+
+def _parse(
+    source: str | bytes, path: str, ctx: ir.Context, locate: _Locator, prefix: str = ""
+) -> ir.Module:
+    # Module.parse also verifies, so verifier errors surface here with the
+    # parser's positions.
+    with _collected_errors(ctx) as collected:
+        try:
+            return ir.Module.parse(source, context=ctx)
+        except ir.MLIRError as error:
+            diagnostics = _from_mlir_error(error) or collected
+            raise _input_error(path, diagnostics, error.message, locate, prefix) from None
+
+
+def _verified(module: ir.Module, path: str, locate: _Locator) -> ir.Module:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as error:
+        raise _input_error(
+            path, _from_mlir_error(error), "module does not verify", locate
+        ) from None
+    return module
+
+
+def _load_bytecode(data: bytes, path: str, ctx: ir.Context) -> ir.Module:
+    if _is_portable_artifact(data):
+        module = _deserialize_portable_artifact(data, path, ctx)
+    else:
+        module = _parse(data, path, ctx, _no_locator, prefix="bad MLIR bytecode: ")
+    return _verified(module, path, _no_locator)
+
+
+def _is_portable_artifact(data: bytes) -> bool:
+    # Header: magic, a varint version, then the null-terminated producer name.
+    return _PORTABLE_PRODUCER in data[len(BYTECODE_MAGIC) : len(BYTECODE_MAGIC) + 16]
+
+
+def _deserialize_portable_artifact(data: bytes, path: str, ctx: ir.Context) -> ir.Module:
+    # Parsed as plain bytecode a portable artifact would yield versioned `vhlo`
+    # ops; StableHLO's deserializer upgrades them to `stablehlo`.
+    with _collected_errors(ctx) as collected:
+        try:
+            return stablehlo.deserialize_portable_artifact(ctx, data)
+        except (ValueError, ir.MLIRError) as error:
+            raise _input_error(
+                path,
+                collected,
+                str(error),
+                _no_locator,
+                prefix="bad StableHLO portable artifact: ",
+            ) from None
+
+
+# --------------------------------------------------------------------------
+# jax.export artifacts
+
+
+def _bytecode_from_jax_export(data: bytes, path: str) -> bytes:
+    try:
+        from jax import export as jax_export  # lazy: importing jax costs ~0.6 s
+    except ImportError as error:
+        raise InputError(path, f"reading a jax.export artifact needs jax ({error})") from None
+    try:
+        blob = bytes(jax_export.deserialize(bytearray(data)).mlir_module_serialized)
+    except ImportError as error:  # flatbuffers is an optional dependency of jax
+        raise InputError(
+            path, f"reading a jax.export artifact needs the flatbuffers package ({error})"
+        ) from None
+    except Exception as error:
+        blob = _raw_export_bytecode(data)
+        if blob is None:
+            raise InputError(path, _export_failure(error)) from None
+    if not blob.startswith(BYTECODE_MAGIC):
+        raise InputError(path, "jax.export artifact without a StableHLO module")
+    return blob
+
+
+def _export_failure(error: Exception) -> str:
+    # Reading a corrupt flatbuffer fails with whatever the reader tripped on
+    # (struct.error, IndexError, TypeError ...); only jax's own ValueErrors say
+    # something a user can act on (e.g. an unsupported serialization version).
+    if type(error) is ValueError:
+        return f"cannot read jax.export artifact: {error}"
+    return f"{_UNKNOWN_INPUT} (a truncated or corrupt jax.export artifact?)"
+
+
+def _raw_export_bytecode(data: bytes) -> bytes | None:
+    """The module field of an export that `jax.export.deserialize` rejects.
+
+    Full deserialization also rebuilds pytrees and shardings, and fails e.g.
+    on custom pytree nodes not registered in this process; the module itself
+    is still fine.
+    """
+    try:
+        from jax._src.export import serialization_generated as flatbuffer
+
+        root = flatbuffer.Exported.GetRootAsExported(bytearray(data))
+        if root.MlirModuleSerializedIsNone():
+            return None
+        blob = root.MlirModuleSerializedAsNumpy().tobytes()
+    except Exception:
+        return None
+    return blob if blob.startswith(BYTECODE_MAGIC) else None
+
+
+# --------------------------------------------------------------------------
+# HLO text
+
+# Possessive quantifiers keep these linear on 100k-instruction dumps.
+_HLO_STRING = r'"(?:[^"\\\n]++|\\.)*+"'
+_HLO_NAME_CHAR = r"[\w.\-]"
+
+# `, metadata={...}`, allowing one nested brace level (profile_type={...}) and
+# braces inside quoted strings.
+_METADATA = re.compile(
+    rf",[ \t]*metadata=\{{(?:[^{{}}\"\n]++|{_HLO_STRING}"
+    rf"|\{{(?:[^{{}}\"\n]++|{_HLO_STRING})*+\}})*+\}}"
+)
+_NAME = re.compile(r"[A-Za-z_][\w.\-]*")
+
+# Names the HLO lexer reads as primitive types (s1 ... u64, f16, bf16, f8e4m3fn,
+# pred, token, ...): an instruction called that way is rejected.
+_TYPE_LIKE = (
+    r"(?:pred|token|opaque|bf16|c64|c128|[su](?:1|2|4|8|16|32|64)|f(?:16|32|64)"
+    r"|f\d+e\d+m\d+[a-z]*)"
+)
+# Definitions of such names, with and without the usual `%`.
+_TYPE_LIKE_DEFINITIONS = (
+    re.compile(rf"%({_TYPE_LIKE})[ \t]*="),
+    re.compile(rf"^[ \t]*(?:ROOT[ \t]+)?({_TYPE_LIKE})[ \t]*=", re.M),
+)
+
+_HLO_POSITION = re.compile(r"was parsing (\d+):(\d+): error: ([^\n]*)")
+_ILLEGAL_NAME = re.compile(r"illegal instruction name: ([^;\s]+)")
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_MAX_RENAME_ROUNDS = 32
+
+
+def prepare_hlo_text(text: str) -> str:
+    """HLO text as `hlo_to_stablehlo` should see it.
+
+    Drops `metadata={...}` so that ops are located by their HLO instruction
+    names (with metadata, XLA names them after `op_name` and stack frames), and
+    renames instructions whose names the HLO parser takes for types. Line
+    numbers are unchanged.
+    """
+    text = _METADATA.sub(_drop_metadata, text)
+    type_like = {m.group(1) for regex in _TYPE_LIKE_DEFINITIONS for m in regex.finditer(text)}
+    if not type_like:
+        return text
+    return _rename(text, sorted(type_like), _definitions(text))
+
+
+def _drop_metadata(match: re.Match[str]) -> str:
+    text, start = match.string, match.start()
+    line_start = text.rfind("\n", 0, start) + 1
+    # Inside another attribute's string (odd number of unescaped quotes before
+    # it on the line) it is not a metadata clause: keep it.
+    quotes = text.count('"', line_start, start) - text.count('\\"', line_start, start)
+    return "" if quotes % 2 == 0 else match.group()
+
+
+def _definition(line: str) -> tuple[str, bool] | None:
+    """(name, written with `%`) when `line` defines an instruction."""
+    head = line.lstrip(" \t")
+    if head.startswith("ROOT "):
+        head = head[5:].lstrip(" \t")
+    equals = head.find("=")
+    if equals <= 0:
+        return None
+    head = head[:equals].rstrip(" \t")
+    percent = head.startswith("%")
+    name = head[1:] if percent else head
+    return (name, percent) if _NAME.fullmatch(name) else None
+
+
+def _definitions(text: str) -> dict[str, bool]:
+    """Instruction name -> whether it is written with a `%`."""
+    found = (_definition(line) for line in text.split("\n"))
+    return {d[0]: d[1] for d in found if d is not None}
+
+
+def _rename(text: str, names: Iterable[str], definitions: dict[str, bool]) -> str:
+    taken = set(definitions)
+    mapping: dict[str, str] = {}
+    for old in names:
+        new = old + "_"
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        mapping[old] = new
+    # Longest first so that `s16` is not read as `s1` + `6`.
+    ordered = "|".join(re.escape(n) for n in sorted(mapping, key=len, reverse=True))
+    patterns = [f"({_HLO_STRING})", rf"%({ordered})(?!{_HLO_NAME_CHAR})"]
+    bare = [n for n in mapping if definitions.get(n) is False]
+    if bare:
+        # A bare use is a name token not followed by `[`, which would make it
+        # a type in a shape (`s1[2]`).
+        alternatives = "|".join(re.escape(n) for n in sorted(bare, key=len, reverse=True))
+        patterns.append(rf"(?<![\w.\-%])({alternatives})(?![\w.\-\[])")
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        if match.group(2) is not None:
+            return "%" + mapping[match.group(2)]
+        return mapping[match.group(3)]
+
+    return re.compile("|".join(patterns)).sub(replace, text)
+
+
+def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
+    # Lazy: the HLO bindings are only needed for this input kind.
+    from jaxlib import _jax
+
+    prepared = prepare_hlo_text(text)
+    hlo_module, prepared = _parse_hlo(prepared, text, path)
+    try:
+        bytecode = _jax.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
+    except Exception as error:  # XLA raises JaxRuntimeError with a status text
+        raise InputError(path, f"HLO to StableHLO conversion failed: {_status_text(error)}") from None
+    locate = _hlo_locator(prepared)
+    return _verified(_parse(bytecode, path, ctx, locate), path, locate)
+
+
+def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:
+    """The parsed HloModule and the text it was parsed from."""
+    from jaxlib import _hlo
+
+    for _ in range(_MAX_RENAME_ROUNDS):
+        try:
+            return _hlo.hlo_module_from_text(prepared), prepared
+        except Exception as error:
+            message = str(error)
+            illegal = _ILLEGAL_NAME.search(message)
+            if illegal is None:
+                raise _hlo_parse_error(message, prepared, original, path) from None
+            # A type-like name our pattern does not know yet: rename and retry.
+            prepared = _rename(prepared, [illegal.group(1)], _definitions(prepared))
+    raise InputError(path, "too many HLO instruction names that spell types")
+
+
+def _hlo_parse_error(message: str, prepared: str, original: str, path: str) -> InputError:
+    positions = _HLO_POSITION.findall(message)
+    if not positions:
+        return InputError(path, _status_text(message))
+    # XLA reports a stack of errors; a message ending in ':' only introduces
+    # the next, more specific one.
+    line, col, reason = next(
+        (p for p in positions if not p[2].rstrip().endswith(":")), positions[0]
+    )
+    line_no = int(line)
+    # Our rewrites keep lines but may shift columns on the lines they touch.
+    column = int(col) if _same_line(prepared, original, line_no) else None
+    return InputError(path, reason.strip(), line_no, column)
+
+
+def _same_line(a: str, b: str, line_no: int) -> bool:
+    a_lines, b_lines = a.splitlines(), b.splitlines()
+    if not (0 < line_no <= len(a_lines) and line_no <= len(b_lines)):
+        return False
+    return a_lines[line_no - 1] == b_lines[line_no - 1]
+
+
+def _status_text(error: object) -> str:
+    # "INVALID_ARGUMENT: ..." -> "...", first line only.
+    text = str(error).strip()
+    return _STATUS_PREFIX.sub("", text.splitlines()[0] if text else "unknown error")
+
+
+def _hlo_locator(text: str) -> _Locator:
+    """Locate diagnostics on converted HLO by their NameLoc: the instruction."""
+
+    def locate(location: str) -> tuple[int, int | None] | None:
+        match = _QUOTED.search(location)
+        if match is None:
+            return None
+        definition = re.search(
+            rf"^[ \t]*(?:ROOT[ \t]+)?(%?{re.escape(match.group(1))})[ \t]*=", text, re.M
+        )
+        if definition is None:
+            return None
+        line_start = text.rfind("\n", 0, definition.start()) + 1
+        line = text.count("\n", 0, definition.start()) + 1
+        return line, definition.start(1) - line_start + 1
+
+    return locate

@@ -1,0 +1,237 @@
+"""Write an assignment back into the MLIR module (DESIGN §4).
+
+Every op with ranked-tensor results gets ``xla_shape`` (and ``result_layout``
+when it has one result); every disagreeing edge gets an ``mhlo.copy`` shared
+by all consumers that need the same layout of the same value; the entry
+function and module carry the entry layouts.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from jaxlib.mlir import ir
+
+from . import layout as L
+from .graph import ARRAY, TOKEN, Graph, Value
+from .importer import Handles
+from .propagation import Assignment, CopyEdge
+
+
+@dataclass
+class InsertedCopy:
+    """One ``mhlo.copy`` the rewrite created, and the edges it serves."""
+
+    value: int
+    src: L.Layout
+    dst: L.Layout
+    edges: list[CopyEdge]
+    name: str
+
+
+class _Attrs:
+    """Attribute objects cached by content: a large module reuses a few dozen."""
+
+    def __init__(self) -> None:
+        self.dense: dict[L.Layout, ir.Attribute] = {}
+        self.strings: dict[str, ir.Attribute] = {}
+
+    def layout(self, lay: L.Layout) -> ir.Attribute:
+        a = self.dense.get(lay)
+        if a is None:
+            body = "[" + ", ".join(map(str, lay)) + "]" if lay else ""
+            a = ir.Attribute.parse(f"dense<{body}> : tensor<{len(lay)}xindex>")
+            self.dense[lay] = a
+        return a
+
+    def string(self, s: str) -> ir.Attribute:
+        a = self.strings.get(s)
+        if a is None:
+            a = self.strings[s] = ir.StringAttr.get(s)
+        return a
+
+
+def shape_text(v: Value, lay: L.Layout | None) -> str:
+    if v.kind == ARRAY:
+        return str(L.ArrayShape(v.element, v.dims, lay))
+    if v.kind == TOKEN:
+        return "token[]"
+    return "()"
+
+
+def _value_name(g: Graph, v: Value) -> str:
+    ins = g.instrs[v.producer]
+    if ins.op == "parameter":
+        return f"{g.comps[ins.comp].name}.arg{ins.attrs['number']}"
+    base = ins.loc or ins.op
+    return base if len(ins.results) == 1 else f"{base}#{v.index}"
+
+
+def _consumer_name(g: Graph, e: CopyEdge) -> str:
+    ins = g.instrs[e.consumer]
+    if ins.op == "root":
+        return f"{g.comps[ins.comp].name}.result{e.operand}"
+    return f"{ins.loc or ins.op}#{e.operand}"
+
+
+def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list[InsertedCopy]:
+    g = a.graph
+    cache = _Attrs()
+    op = module.operation if isinstance(module, ir.Module) else module
+    with op.context:
+        _annotate_ops(g, a, h, cache)
+        copies = _insert_copies(g, a, h, cache)
+        _write_entry(op, g, a, h, cache)
+    return copies
+
+
+def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
+    for ins in g.instrs:
+        op = h.ops[ins.id]
+        if op is None or ins.op == "root" or not ins.results:
+            continue
+        vals = [g.values[r] for r in ins.results]
+        if not any(v.kind == ARRAY for v in vals):
+            continue
+        texts = [shape_text(v, a.layouts[v.id]) for v in vals]
+        attrs = op.attributes
+        attrs["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
+        if len(vals) == 1:
+            attrs["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
+
+
+def _depth(g: Graph, comp: int) -> int:
+    d = 0
+    c = g.comps[comp]
+    while c.caller is not None:
+        d += 1
+        c = g.comps[g.instrs[c.caller].comp]
+    return d
+
+
+def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
+    groups: dict[tuple[int, L.Layout], list[CopyEdge]] = defaultdict(list)
+    for e in a.copies:
+        groups[(e.value, e.dst)].append(e)
+    # Outer computations first: a copy made for a capture becomes the value
+    # that nested regions see, and their own copies start from it.
+    current: dict[int, ir.Value] = {}
+    ordered = sorted(groups.items(), key=lambda kv: (_depth(g, g.instrs[g.values[kv[0][0]].producer].comp), kv[0][0]))
+    made: list[InsertedCopy] = []
+    for (vid, dst), edges in ordered:
+        v = g.values[vid]
+        source = _current_value(g, h, current, v)
+        producer = g.instrs[v.producer]
+        name = f"layout_copy({_value_name(g, v)} -> {_consumer_name(g, edges[0])})"
+        consumer_op = h.ops[edges[0].consumer]
+        child = consumer_op.location if consumer_op is not None else source.owner.location
+        loc = ir.Location.name(name, childLoc=child)
+        if producer.op == "parameter":
+            block = h.regions[producer.comp].blocks[0]
+            ip = ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
+        else:
+            after = h.ops[producer.id]
+            ip = ir.InsertionPoint.after(after) if hasattr(ir.InsertionPoint, "after") else _after(after)
+        with ip:
+            attrs = {
+                "xla_shape": cache.string(shape_text(v, dst)),
+                "result_layout": cache.layout(dst),
+            }
+            cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
+                                     attributes=attrs, loc=loc)
+        new = cp.results[0]
+        for e in edges:
+            _redirect(g, h, e, source, new, current)
+        made.append(InsertedCopy(vid, a.layouts[vid] or (), dst, edges, name))
+    return made
+
+
+def _after(op: ir.Operation) -> ir.InsertionPoint:
+    block = op.block
+    ops = list(block.operations)
+    for i, o in enumerate(ops):
+        if o.operation == op:
+            return ir.InsertionPoint(ops[i + 1]) if i + 1 < len(ops) else ir.InsertionPoint(block)
+    return ir.InsertionPoint(block)
+
+
+def _current_value(g: Graph, h: Handles, current: dict[int, ir.Value], v: Value) -> ir.Value:
+    """The MLIR value standing for graph value ``v`` at its own level."""
+    if v.id in current:
+        return current[v.id]
+    handle = h.values[v.id]
+    if handle is not None:
+        return handle
+    # A capture parameter: the outer value, as seen from the enclosing level.
+    ins = g.instrs[v.producer]
+    outer = g.values[ins.attrs["capture"]]
+    return _current_value(g, h, current, outer)
+
+
+def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
+              current: dict[int, ir.Value]) -> None:
+    ins = g.instrs[e.consumer]
+    op = h.ops[e.consumer]
+    assert op is not None
+    n_real = len(ins.operands)
+    if e.operand < n_real:
+        op.operands[e.operand] = new
+        return
+    # An implicit capture: every use inside that region now reads the copy.
+    comp, number = ins.attrs["capture_params"][e.operand - n_real]
+    region = h.regions[comp]
+    param_value = g.instrs[g.comps[comp].params[number]].results[0]
+    current[param_value] = new
+    for use in list(old.uses):
+        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if _inside(owner, op, region):
+            owner.operands[use.operand_number] = new
+
+
+def _inside(owner: ir.Operation, region_op: ir.Operation, region: ir.Region) -> bool:
+    o = owner
+    while True:
+        block = o.block
+        if block is None:
+            return False
+        if block.region == region:
+            return True
+        parent = o.parent
+        if parent is None or parent.name == "builtin.module":
+            return False
+        o = parent.operation if hasattr(parent, "operation") else parent
+
+
+def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
+    assert g.entry is not None
+    f = h.funcs[g.entry]
+    comp = g.comps[g.entry]
+    params = [g.values[g.instrs[p].results[0]] for p in comp.params]
+    results = [g.values[v] for v in g.instrs[comp.root].operands]
+    f.attributes["arg_attrs"] = _with_layout_modes(f, "arg_attrs", params, a.entry_params, cache)
+    f.attributes["res_attrs"] = _with_layout_modes(f, "res_attrs", results, a.entry_results, cache)
+    mod = module.attributes
+    mod["mhlo.xla_entry_computation_parameter_layouts"] = ir.ArrayAttr.get(
+        [cache.layout(lay if v.kind == ARRAY and lay is not None else ()) for v, lay in zip(params, a.entry_params)])
+    res = [cache.layout(lay if v.kind == ARRAY and lay is not None else ()) for v, lay in zip(results, a.entry_results)]
+    mod["mhlo.xla_entry_computation_result_layout"] = ir.ArrayAttr.get(
+        res if len(res) == 1 else [ir.ArrayAttr.get(res)])
+
+
+def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: list[L.Layout | None],
+                       cache: _Attrs) -> ir.Attribute:
+    existing = list(ir.ArrayAttr(f.attributes[key])) if key in f.attributes else []
+    out = []
+    for i, v in enumerate(values):
+        entries: dict[str, ir.Attribute] = {}
+        if i < len(existing):
+            d = ir.DictAttr(existing[i])
+            for k in range(len(d)):
+                named = d[k]
+                entries[named.name] = named.attr
+        lay = layouts[i] if i < len(layouts) else None
+        if v.kind == ARRAY and lay is not None:
+            entries["mhlo.layout_mode"] = cache.string(L.format_layout(lay))
+        out.append(ir.DictAttr.get(entries))
+    return ir.ArrayAttr.get(out)

@@ -1,0 +1,49 @@
+"""What a target can do: add constraints and refine the per-op derivations."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .. import layout as L
+from ..rules import OpRule
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Instruction, Value
+    from ..propagation import Engine
+
+# A derived layout and the name of the rule that derived it (for provenance).
+Derived = tuple[L.Layout, str]
+
+
+class Target:
+    """The base target: XLA's pass with no backend hooks."""
+
+    name = "generic"
+
+    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+        """Add the backend's demands for computation ``comp`` (XLA's AddBackendConstraints)."""
+
+    def operand_from_output(self, g: "Graph", ins: "Instruction", n: int,
+                            output: L.Layout, rule: OpRule) -> Derived | None:
+        """XLA's ChooseOperandLayoutFromOutputLayout for ops that may change layout."""
+        if rule.operand_from_output is None or rule.broadcast:
+            return None
+        if rule.hlo == "reduce" and not self.propagate_reduction_to_operand(g, ins):
+            return None
+        lay = rule.operand_from_output(g, ins, n, output)
+        return (lay, f"{rule.hlo}-bitcast") if lay is not None else None
+
+    def output_from_operand(self, g: "Graph", ins: "Instruction", n: int, operand: L.Layout,
+                            result: int, rule: OpRule) -> Derived | None:
+        """XLA's ChooseOutputLayoutFromOperandLayout for ops that may change layout."""
+        if rule.output_from_operand is None:
+            return None
+        lay = rule.output_from_operand(g, ins, n, operand, result)
+        return (lay, f"{rule.hlo}-bitcast") if lay is not None else None
+
+    def propagate_reduction_to_operand(self, g: "Graph", ins: "Instruction") -> bool:
+        return False
+
+    def unconstrained_layout(self, g: "Graph", v: "Value") -> L.Layout:
+        """The layout a buffer nobody constrained gets (XLA's GetUnconstrainedLayout)."""
+        return L.default_layout(v.rank)

@@ -1,0 +1,10 @@
+"""The generic target: XLA's base LayoutAssignment, no backend demands."""
+
+from __future__ import annotations
+
+from .base import Target
+
+
+class GenericTarget(Target):
+    def __init__(self, name: str = "generic") -> None:
+        self.name = name
