@@ -7,6 +7,7 @@ gave for the entry computation enters at 3.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from .layout import Layout
@@ -44,8 +45,23 @@ class Constraint:
     priority: int
     origin: Origin
     round: int
+    # The last frozen copy handed out as a parent; dropped when this changes.
+    _snapshot: "Constraint | None" = field(default=None, repr=False, compare=False)
 
     kind = "constraint"
+
+    def frozen(self) -> "Constraint":
+        """This constraint as it is now, for provenance.
+
+        Buffer constraints change in place; an origin that pointed at the live
+        object could end up pointing at its own descendant.  Parents are
+        therefore snapshots, shared until the constraint next changes.
+        """
+        if self._snapshot is None:
+            snap = copy.copy(self)
+            snap._snapshot = snap
+            self._snapshot = snap
+        return self._snapshot
 
 
 @dataclass(slots=True, eq=False)
@@ -73,6 +89,7 @@ class BufferConstraint(Constraint):
             if changed:
                 self.origin = origin
                 self.round = round_
+                self._snapshot = None
             return changed
         if not mandatory:
             if len(self.history) >= MAX_LAYOUT_CHANGES:
@@ -88,6 +105,7 @@ class BufferConstraint(Constraint):
         self.priority = priority
         self.origin = origin
         self.round = round_
+        self._snapshot = None
         return True
 
 

@@ -232,7 +232,7 @@ class Engine:
         for out_index, operand_no in producer.attrs.get("aliases", ()):
             if out_index == v.index:
                 self.set_operand_layout(layout, producer.id, operand_no, mandatory, dfs, priority,
-                                        Origin("custom-call-alias", producer.id, c))
+                                        Origin("custom-call-alias", producer.id, c.frozen()))
 
     def set_operand_layout(self, layout: L.Layout, iid: int, n: int, mandatory: bool, dfs: bool,
                            priority: int, origin: Origin) -> None:
@@ -345,21 +345,21 @@ class Engine:
                     continue
                 if ov.rank == v.rank:
                     self.set_operand_layout(c.layout, ins.id, n, True, True, self.current_priority,
-                                            Origin("same-layout-operand", ins.id, c))
+                                            Origin("same-layout-operand", ins.id, c.frozen()))
                 elif rule.hlo == "bitcast_convert":
                     self.set_operand_layout(L.default_layout(ov.rank), ins.id, n, True, True,
-                                            self.current_priority, Origin("bitcast-convert-rank-change", ins.id, c))
+                                            self.current_priority, Origin("bitcast-convert-rank-change", ins.id, c.frozen()))
             elif rule.broadcast:
                 lay = rule.operand_from_output(g, ins, n, c.layout)  # type: ignore[misc]
                 if lay is not None:
                     self.set_operand_layout(lay, ins.id, n, True, dfs_for(g, ins, rule), self.current_priority,
-                                            Origin("broadcast-operand", ins.id, c))
+                                            Origin("broadcast-operand", ins.id, c.frozen()))
             elif top_level:
                 derive = self.target.operand_from_output(g, ins, n, c.layout, rule)
                 if derive is not None:
                     lay, name = derive
                     self.set_operand_layout(lay, ins.id, n, rule.always_backward, dfs_for(g, ins, rule),
-                                            self.current_priority, Origin(name, ins.id, c))
+                                            self.current_priority, Origin(name, ins.id, c.frozen()))
 
     def _buffer_to_uses(self, c: BufferConstraint, v: Value) -> None:
         g = self.g
@@ -369,7 +369,7 @@ class Engine:
                 if uins.op == "root" or self.forwards_operand(user, n):
                     continue
                 self.set_operand_layout(c.layout, user, n, False, True, c.priority,
-                                        Origin("producer-layout", user, c))
+                                        Origin("producer-layout", user, c.frozen()))
         # While back edge: the body's result nudges the body parameter it feeds.
         comp = g.comps[g.instrs[v.producer].comp]
         if comp.kind == "body" and comp.caller is not None:
@@ -379,7 +379,7 @@ class Engine:
                     if user == root.id and p < len(comp.params):
                         param_value = g.instrs[comp.params[p]].results[0]
                         self.set_buffer_layout(c.layout, param_value, False, True, self.current_priority,
-                                               Origin("while-back-edge", comp.caller, c))
+                                               Origin("while-back-edge", comp.caller, c.frozen()))
 
     def _aliases(self, v: Value) -> list[Value]:
         """Array values that point at ``v``'s buffer (itself, forwarded results)."""
@@ -405,7 +405,7 @@ class Engine:
         for out_index, operand_no in ins.attrs.get("aliases", ()):
             if operand_no == c.operand and out_index < len(ins.results):
                 self.set_buffer_layout(c.layout, ins.results[out_index], rule.always_forward,
-                                       dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c))
+                                       dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c.frozen()))
         if ins.attrs.get("layout_constrained"):
             return
         if rule.tuple_operand:
@@ -413,7 +413,7 @@ class Engine:
         if rule.hlo == "all_reduce":
             r = ins.results[c.operand] if len(ins.results) > 1 else ins.results[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
-                                   Origin("all-reduce-operand", ins.id, c))
+                                   Origin("all-reduce-operand", ins.id, c.frozen()))
         tuple_shaped = self.tuple_shaped(ins)
         if rule.can_change and tuple_shaped and rule.hlo != "reduce":
             return
@@ -432,12 +432,12 @@ class Engine:
                 if m == c.operand or not sv.is_array or sv.rank != ov.rank or sv.rank <= 1:
                     continue
                 self.set_operand_layout(c.layout, ins.id, m, True, True, c.priority,
-                                        Origin("same-layout-sibling", ins.id, c))
+                                        Origin("same-layout-sibling", ins.id, c.frozen()))
             for r in ins.results:
                 rv = g.values[r]
                 if rv.is_array and rv.rank == ov.rank and rv.buffer == r:
                     self.set_buffer_layout(c.layout, r, True, True, c.priority,
-                                           Origin("same-layout-result", ins.id, c))
+                                           Origin("same-layout-result", ins.id, c.frozen()))
             return
         for r_index, r in enumerate(ins.results):
             rv = g.values[r]
@@ -447,7 +447,7 @@ class Engine:
             if derive is not None:
                 lay, name = derive
                 self.set_buffer_layout(lay, r, rule.always_forward, dfs_for(g, ins, rule), c.priority,
-                                       Origin(name, ins.id, c))
+                                       Origin(name, ins.id, c.frozen()))
 
     def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
         """A demand on a use asks the value's producer for the same layout."""
@@ -456,7 +456,7 @@ class Engine:
         if rule_for(producer.op).hlo == "reduce" and len(producer.results) > 1:
             return  # XLA never lets a variadic reduce's outputs take use demands
         self.set_buffer_layout(layout, buf.id, False, True, priority,
-                               Origin("consumer-demand", producer.id, parent))
+                               Origin("consumer-demand", producer.id, parent.frozen()))
 
     def _propagate_result(self, c: ResultConstraint) -> None:
         root = self.g.instrs[self.g.comps[c.comp].root]

@@ -67,9 +67,19 @@ def _cpu() -> tuple[xc.Client, xc.Device]:
     return backend, backend.local_devices()[0]
 
 
+def _ready_lapack() -> None:
+    # JAX registers its LAPACK FFI targets and fills their BLAS pointers only
+    # when it lowers a linalg op itself; a module compiled from text that calls
+    # lapack_*_ffi would otherwise crash the process when it runs.
+    from jax._src.lax import linalg
+
+    linalg.initialize_lapack()
+
+
 def compile_cpu(module_text: str) -> xc.LoadedExecutable:
     """Compile a StableHLO module (text) for the first CPU device."""
     backend, dev = _cpu()
+    _ready_lapack()
     # No argument_layouts in the options: if they were set, PJRT would ignore
     # mhlo.layout_mode on @main (§4.3) and we would not test the module as written.
     options = compiler.get_compile_options(num_replicas=1, num_partitions=1)

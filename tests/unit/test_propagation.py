@@ -1,0 +1,132 @@
+"""The worklist engine: order, overwrite rules in context, defaults, rounds."""
+
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+
+from stablehlo_layout import mlir
+from stablehlo_layout.constraints import BufferConstraint, OperandConstraint, Origin
+from stablehlo_layout.importer import import_module
+from stablehlo_layout.propagation import Engine, assign_layouts
+from stablehlo_layout.targets import GenericTarget
+
+
+def graph_of(text: str):
+    ctx = mlir.make_context()
+    module = mlir.load(text.encode(), "test.mlir", ctx)
+    g, _ = import_module(module)
+    return g, module
+
+
+def value_at(g, op_name: str, nth: int = 0) -> int:
+    hits = [i for i in g.instrs if i.op == op_name]
+    return hits[nth].results[0]
+
+
+PINNED = """
+func.func public @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}) -> tensor<4x8xf32> {
+  %0 = stablehlo.add %x, %y : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+"""
+
+
+def test_worklist_dfs_front_lifo_bfs_back_by_priority():
+    g, _ = graph_of(PINNED)
+    e = Engine(g, GenericTarget())
+    o = Origin("test")
+    a = BufferConstraint((1, 0), False, True, 0, o, 0, buffer=0)
+    b = BufferConstraint((1, 0), False, True, 0, o, 0, buffer=1)
+    low = OperandConstraint((1, 0), False, False, 0, o, 0, instr=2, operand=0)
+    high = OperandConstraint((1, 0), False, False, 1, o, 0, instr=2, operand=1)
+    for c in (a, low, b, high):
+        e._push(c)
+    # BFS constraints stay sorted by descending priority within the batch.
+    assert e.added.index(high) < e.added.index(low)
+    from collections import deque
+
+    work: deque = deque()
+    e._drain(work, None)
+    # DFS ones go to the front, the last added first; BFS ones to the back.
+    assert list(work) == [b, a, high, low]
+
+
+def test_two_pinned_operands_of_an_add_one_copy():
+    g, _ = graph_of(PINNED)
+    a = assign_layouts(g, GenericTarget())
+    assert len(a.copies) == 1
+    copy = a.copies[0]
+    # Both parameters are mandatory; the add's sibling rule is mandatory too and
+    # the last mandatory writer wins, so exactly one operand edge disagrees.
+    assert {copy.src, copy.dst} == {(1, 0), (0, 1)}
+
+
+def test_default_assignment_goes_to_lowest_buffer_first():
+    text = """
+func.func public @main(%x: tensor<4x8xf32> {mhlo.layout_mode = "auto"}) -> (tensor<8x4xf32> {mhlo.layout_mode = "auto"}) {
+  %0 = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+"""
+    g, _ = graph_of(text)
+    a = assign_layouts(g, GenericTarget(), trace=True)
+    # The parameter has the lowest buffer id: it gets the default, and the
+    # transpose follows as a bitcast of it.
+    assert a.entry_params == [(1, 0)]
+    assert a.entry_results == [(0, 1)]
+    assert not a.copies
+    first = next(ev for ev in a.trace if ev.constraint.origin.rule == "default-layout")
+    assert first.constraint.buffer == g.instrs[g.comps[g.entry].params[0]].results[0]
+
+
+def test_at_least_two_rounds_and_priority_rises():
+    g, _ = graph_of(PINNED)
+    e = Engine(g, GenericTarget(), trace=True)
+    a = e.run()
+    assert a.rounds == 2
+    assert e.current_priority == 2
+    assert {ev.round for ev in a.trace} == {0, 1}
+
+
+def test_free_entry_writes_back_inferred_layouts():
+    text = """
+func.func public @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = stablehlo.negate %0 : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+"""
+    g, _ = graph_of(text)
+    pinned = assign_layouts(g, GenericTarget(), "default")
+    assert [(c.src, c.dst) for c in pinned.copies] == [((1, 0), (0, 1))]
+    g, _ = graph_of(text)
+    free = assign_layouts(g, GenericTarget(), "free")
+    assert not free.copies
+    assert free.entry_params == [(1, 0)] and free.entry_results == [(0, 1)]
+
+
+def test_auto_parameter_takes_the_demanded_layout():
+    text = """
+func.func public @main(%x: tensor<4x8xf32> {mhlo.layout_mode = "auto"}) -> tensor<8x4xf32> {
+  %0 = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+"""
+    g, _ = graph_of(text)
+    a = assign_layouts(g, GenericTarget())
+    # The pinned result drives the transpose, the transpose drives the parameter.
+    assert a.entry_params == [(0, 1)]
+    assert not a.copies
+
+
+def test_every_constraint_has_an_origin_chain_ending_at_a_source():
+    g, _ = graph_of(PINNED)
+    a = assign_layouts(g, GenericTarget())
+    for c in list(a.buffer_constraints.values()) + list(a.operand_constraints.values()):
+        seen = 0
+        node = c
+        while node.origin.parent is not None:
+            node = node.origin.parent
+            seen += 1
+            assert seen < 100
+        assert node.origin.rule in {"entry-parameter", "entry-result", "default-layout"}
