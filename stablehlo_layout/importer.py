@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from . import layout as L
 from .errors import PassError
@@ -87,6 +88,7 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
         out["dim"] = ir.IntegerAttr(attrs["dimension"]).value
     elif short == "custom_call":
         out["target"] = ir.StringAttr(attrs["call_target_name"]).value
+
         if "operand_layouts" in attrs and "result_layouts" in attrs:
             out["operand_layouts"] = _dense_layouts(attrs["operand_layouts"])
             out["result_layouts"] = _dense_layouts(attrs["result_layouts"])
@@ -104,14 +106,35 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             out["aliases"] = aliases
     elif name == "func.call":
         out["callee"] = ir.FlatSymbolRefAttr(attrs["callee"]).value
-    elif short in ("dot_general", "dot", "convolution"):
-        # Targets read these; keep the printed form and parse lazily there.
-        for key in ("dot_dimension_numbers", "dimension_numbers"):
-            if key in attrs:
-                out["dimension_numbers"] = str(attrs[key])
-    elif short == "sort":
-        out["dimension"] = ir.IntegerAttr(attrs["dimension"]).value if "dimension" in attrs else -1
-    elif short in ("all_gather",):
+    elif short == "dot_general":
+        dn = stablehlo.DotDimensionNumbers(attrs["dot_dimension_numbers"])
+        out["lhs_batch"] = tuple(dn.lhs_batching_dimensions)
+        out["rhs_batch"] = tuple(dn.rhs_batching_dimensions)
+        out["lhs_contracting"] = tuple(dn.lhs_contracting_dimensions)
+        out["rhs_contracting"] = tuple(dn.rhs_contracting_dimensions)
+    elif short == "dot":
+        lhs_rank = ir.RankedTensorType(op.operands[0].type).rank
+        out["lhs_batch"] = out["rhs_batch"] = ()
+        out["lhs_contracting"] = (lhs_rank - 1,)
+        out["rhs_contracting"] = (0,)
+    elif short == "convolution":
+        cd = stablehlo.ConvDimensionNumbers(attrs["dimension_numbers"])
+        out["conv"] = {
+            "input_batch": cd.input_batch_dimension,
+            "input_feature": cd.input_feature_dimension,
+            "input_spatial": tuple(cd.input_spatial_dimensions),
+            "kernel_input_feature": cd.kernel_input_feature_dimension,
+            "kernel_output_feature": cd.kernel_output_feature_dimension,
+            "kernel_spatial": tuple(cd.kernel_spatial_dimensions),
+            "output_batch": cd.output_batch_dimension,
+            "output_feature": cd.output_feature_dimension,
+            "output_spatial": tuple(cd.output_spatial_dimensions),
+        }
+        out["window_reversal"] = (
+            any(bool(x) for x in ir.DenseBoolArrayAttr(attrs["window_reversal"]))
+            if "window_reversal" in attrs else False
+        )
+    elif short == "all_gather":
         out["dim"] = ir.IntegerAttr(attrs["all_gather_dim"]).value
     elif short == "reduce_scatter":
         out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value

@@ -5,9 +5,10 @@ from __future__ import annotations
 from ..errors import PassError
 from .base import Target
 from .generic import GenericTarget
+from .xla_cpu import XlaCpuTarget
 
-# Names the CLI and the pass accept.  CPU and GPU hooks are not written yet;
-# until they are, those names run the generic rules and say so.
+# Names the CLI and the pass accept.  The GPU hooks are not written yet;
+# until they are, that name runs the generic rules and says so.
 TARGET_NAMES = ("generic", "xla-cpu", "xla-gpu")
 
 
@@ -15,11 +16,13 @@ def get_target(name: str) -> tuple[Target, str | None]:
     """The target for ``name`` and, when it is a stand-in, a warning to show."""
     if name == "generic":
         return GenericTarget(), None
-    if name in ("xla-cpu", "xla-gpu"):
+    if name == "xla-cpu":
+        return XlaCpuTarget(), None
+    if name == "xla-gpu":
         return GenericTarget(name), (
             f"warning: target {name} has no backend hooks yet; running the generic rules"
         )
     raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)})")
 
 
-__all__ = ["Target", "GenericTarget", "get_target", "TARGET_NAMES"]
+__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "get_target", "TARGET_NAMES"]

@@ -1,0 +1,166 @@
+"""XLA's CPU backend rules (``CpuLayoutAssignment::AddBackendConstraints``).
+
+On CPU nearly everything reads row-major: Eigen GEMMs and convolutions,
+batch dots, TopK, and — through the catch-all — every operand of every
+other instruction that nothing constrained yet.  The exceptions are a
+vector·matrix dot whose constant matrix is made column-major, the gathered
+or scattered dimension of all-gather / reduce-scatter (made most major), and
+whatever a layout-constrained custom call or an entry pin demands later.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from .. import layout as L
+from ..constraints import Origin
+from ..rules import rule_for
+from .base import Target
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Instruction, Value
+    from ..propagation import Engine
+
+# Eigen wants 16-byte aligned tensors; XLA's CPU allocator aligns a buffer to
+# the smallest power of two covering it, capped at 16.
+_EIGEN_ALIGNMENT = 16
+_FLOATS = {"f16", "bf16", "f32", "f64"}
+_GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
+
+
+def _bytes(v: "Value") -> int:
+    if any(d is None for d in v.dims):
+        return 0
+    return math.prod(v.dims) * L.element_bytes(v.element)  # type: ignore[arg-type]
+
+
+def _aligned(v: "Value") -> bool:
+    size = _bytes(v)
+    return size > 0 and min(1 << max(size - 1, 0).bit_length(), _EIGEN_ALIGNMENT) >= _EIGEN_ALIGNMENT
+
+
+def _is_int_or_float(element: str) -> bool:
+    return element in _FLOATS or element[0] in "su" and element[1:].isdigit()
+
+
+class XlaCpuTarget(Target):
+    name = "xla-cpu"
+
+    # -- which instructions need row-major everything ----------------------
+    def eigen_convolution(self, g: "Graph", ins: "Instruction") -> bool:
+        """XLA's PotentiallyImplementedAsEigenConvolution."""
+        if rule_for(ins.op).hlo != "convolution" or "conv" not in ins.attrs:
+            return False
+        inp, ker = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        if not (_aligned(inp) and _aligned(ker) and _aligned(out)):
+            return False
+        if inp.element not in ("f16", "f32") or ins.attrs.get("window_reversal"):
+            return False
+        c = ins.attrs["conv"]
+        n = len(c["output_spatial"])
+        if n > 3:
+            return False
+        for i in range(n):
+            if c["input_spatial"][i] != i + 1 or c["kernel_spatial"][i] != i or c["output_spatial"][i] != i + 1:
+                return False
+        return (c["input_batch"] == 0 and c["input_feature"] == inp.rank - 1
+                and c["output_batch"] == 0 and c["output_feature"] == out.rank - 1
+                and c["kernel_input_feature"] == ker.rank - 2
+                and c["kernel_output_feature"] == ker.rank - 1)
+
+    def dot_needs_row_major(self, g: "Graph", ins: "Instruction") -> bool:
+        """XLA's DotOperandsAndResultMustHaveRowMajorLayout."""
+        if rule_for(ins.op).hlo not in ("dot", "dot_general") or "lhs_batch" not in ins.attrs:
+            return False
+        if ins.attrs["lhs_batch"]:
+            return True  # DotDecomposer puts batch dims first: they must be major
+        lhs, rhs = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        # Matrix-vector products use a tiled GEMV that reads either layout.
+        if (out.rank <= 1 or (out.rank == 2 and 1 in out.dims)) and _is_int_or_float(out.element):
+            return False
+        # Tiny operands use the naive loop, which reads either layout.
+        def small(v: "Value") -> bool:
+            return v.rank <= 1 or (v.rank == 2 and any(d is not None and d <= 3 for d in v.dims))
+
+        if small(lhs) and small(rhs):
+            return False
+        # Aligned GEMMs go to Eigen or the tiled GEMM: both need row-major.
+        return (lhs.rank == rhs.rank == out.rank == 2 and _bytes(lhs) > 0 and _bytes(rhs) > 0
+                and out.element in _GEMM_TYPES)
+
+    def column_major_operand(self, g: "Graph", ins: "Instruction") -> int | None:
+        """XLA's ShouldMakeOperandColumnMajor: a constant matrix in a vector·matrix dot."""
+        if rule_for(ins.op).hlo not in ("dot", "dot_general") or "lhs_batch" not in ins.attrs:
+            return None
+        lhs, rhs = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        if not (out.rank <= 1 and lhs.rank == 1 and ins.attrs["rhs_contracting"] == (0,) and _bytes(lhs) >= 32):
+            return None
+        producer = g.instrs[rhs.producer]
+        if rule_for(producer.op).hlo != "constant":
+            return None
+        for user, _ in rhs.uses:
+            uins = g.instrs[user]
+            if uins.operands.count(rhs.id) != 1 or self._profitable_col_major(g, uins) != 1:
+                return None
+        return 1
+
+    def _profitable_col_major(self, g: "Graph", ins: "Instruction") -> int | None:
+        if rule_for(ins.op).hlo not in ("dot", "dot_general") or "lhs_batch" not in ins.attrs:
+            return None
+        lhs = g.values[ins.operands[0]]
+        out = g.values[ins.results[0]]
+        if out.rank <= 1 and lhs.rank == 1 and ins.attrs["rhs_contracting"] == (0,) and _bytes(lhs) >= 32:
+            return 1
+        return None
+
+    # -- the hook ------------------------------------------------------------
+    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+        g = engine.g
+        prio = engine.current_priority
+        for iid in g.comps[comp].instrs:
+            ins = g.instrs[iid]
+            if ins.op in ("parameter", "root"):
+                continue
+            rule = rule_for(ins.op)
+            target_name = ins.attrs.get("target")
+            if (self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins)
+                    or target_name == "TopK"):
+                why = Origin("target:cpu-row-major-kernel", iid, None,
+                             f"{rule.hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+                engine.set_instruction_layout(
+                    [L.default_layout(g.values[r].rank) if g.values[r].is_array else None for r in ins.results],
+                    iid, True, prio, why)
+                for n, vid in enumerate(ins.operands):
+                    v = g.values[vid]
+                    if v.is_array:
+                        engine.set_operand_layout(L.default_layout(v.rank), iid, n, True, True, prio, why)
+                continue
+            col = self.column_major_operand(g, ins)
+            if col is not None:
+                v = g.values[ins.operands[col]]
+                engine.set_operand_layout(tuple(range(v.rank)), iid, col, True, True, prio,
+                                          Origin("target:cpu-column-major-constant", iid, None,
+                                                 "a vector·matrix dot reads its constant matrix column-major"))
+                continue
+            if rule.hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
+                r = g.values[ins.results[0]]
+                if r.is_array:
+                    dim = ins.attrs["dim"]
+                    lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
+                    engine.set_instruction_layout([lay], iid, True, prio,
+                                                  Origin("target:cpu-collective-dim-major", iid, None,
+                                                         f"the {rule.hlo} dimension {dim} must be most major"))
+                continue
+            if rule.tuple_operand:
+                continue  # the operands are one HLO tuple, not arrays
+            why = Origin("target:cpu-row-major-operand", iid, None,
+                         "XLA:CPU reads every otherwise unconstrained operand row-major")
+            for n, vid in enumerate(ins.operands):
+                v = g.values[vid]
+                if not v.is_array or (iid, n) in engine.oc or engine.forwards_operand(iid, n):
+                    continue
+                engine.set_operand_layout(L.default_layout(v.rank), iid, n, True, True, prio, why)
