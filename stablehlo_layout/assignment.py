@@ -34,7 +34,7 @@ def resolve_target(target: str | Target) -> tuple[Target, str | None]:
 
 def _import(module: ir.Module | ir.Operation, target: str | Target):
     tgt, warning = resolve_target(target)
-    graph, handles = import_module(module)
+    graph, handles = import_module(module, inline_calls=tgt.inline_calls)
     warnings = [warning] if warning else []
     for op, count in sorted(graph.unknown_ops.items()):
         warnings.append(f"note: {count} {op} op(s) unknown to the rules: "
@@ -44,8 +44,9 @@ def _import(module: ir.Module | ir.Operation, target: str | Target):
 
 def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
             entry_layouts: str = "default", trace: bool = False) -> tuple[Graph, Assignment, list[str]]:
-    """Import and propagate without touching the module."""
-    tgt, graph, _, warnings = _import(module, target)
+    """Import and propagate without touching the module (inlining works on a copy)."""
+    op = module.operation if isinstance(module, ir.Module) else module
+    tgt, graph, _, warnings = _import(op.clone(), target)
     return graph, assign_layouts(graph, tgt, entry_layouts, trace), warnings
 
 

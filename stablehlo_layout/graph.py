@@ -37,6 +37,8 @@ class Value:
     buffer: int  # id of the value whose buffer this value points to
     uses: list[tuple[int, int]] = field(default_factory=list)  # (instruction, operand no)
     pinned: Layout | None = None  # a layout the input already fixed (entry, custom call)
+    # For a tuple value: its element values, in shape-index order.
+    elements: list[int] | None = None
 
     @property
     def rank(self) -> int:
@@ -59,6 +61,7 @@ class Instruction:
     callees: list[int] = field(default_factory=list)  # computations this op calls
     # Operands beyond the op's own: outer values a region reads implicitly.
     captures: list[int] = field(default_factory=list)
+    scope: str = ""  # the function whose MLIR body holds this op
 
 
 @dataclass(slots=True)
@@ -88,6 +91,7 @@ class Graph:
     # (parameter number, result number) pairs that alias (donation).
     entry_aliases: list[tuple[int, int]] = field(default_factory=list)
     unknown_ops: dict[str, int] = field(default_factory=dict)
+    spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
         vid = len(self.values)
@@ -102,6 +106,16 @@ class Graph:
         for n, vid in enumerate(operands):
             self.values[vid].uses.append((iid, n))
         return ins
+
+    def leaves(self, vid: int) -> list[int]:
+        """The array/token leaves of a value: itself, or a tuple's elements flattened."""
+        v = self.values[vid]
+        if v.elements is None:
+            return [vid]
+        out: list[int] = []
+        for e in v.elements:
+            out.extend(self.leaves(e))
+        return out
 
     def operand_value(self, iid: int, n: int) -> Value:
         return self.values[self.instrs[iid].operands[n]]

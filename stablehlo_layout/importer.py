@@ -39,6 +39,11 @@ class Handles:
     funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
     terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
     regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
+    # (value id, function name) -> the MLIR value that shows it in that
+    # function, for values that cross an inlined call boundary.
+    views: dict[tuple[int, str], ir.Value] = field(default_factory=dict)
+    call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
+    inlined: set[str] = field(default_factory=set)
 
 
 def location_text(loc: ir.Location) -> str:
@@ -134,8 +139,17 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             any(bool(x) for x in ir.DenseBoolArrayAttr(attrs["window_reversal"]))
             if "window_reversal" in attrs else False
         )
+    elif short == "infeed" and "layout" in attrs:
+        layouts: list[L.Layout | None] = []
+        for entry in ir.ArrayAttr(attrs["layout"]):
+            layouts.append(L.intern(ir.IntegerAttr(x).value for x in ir.ArrayAttr(entry)))
+        out["infeed_layouts"] = layouts
     elif short == "all_gather":
         out["dim"] = ir.IntegerAttr(attrs["all_gather_dim"]).value
+    elif short == "all_reduce" and "channel_handle" in attrs:
+        m = re.search(r"handle = (\d+)", str(attrs["channel_handle"]))
+        if m and int(m.group(1)) > 0:
+            out["channel"] = int(m.group(1))
     elif short == "reduce_scatter":
         out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value
     elif short == "all_to_all":
@@ -145,8 +159,9 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, module: ir.Module | ir.Operation) -> None:
+    def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool) -> None:
         self.module = module.operation if isinstance(module, ir.Module) else module
+        self.inline = inline_calls
         self.g = Graph()
         self.h = Handles()
         self.vid: dict[ir.Value, int] = {}
@@ -154,6 +169,8 @@ class _Importer:
         # Per computation: captured outer value id -> local parameter value id.
         self.captured: dict[int, dict[int, int]] = {}
         self.value_comp: list[int] = []
+        self.funcs: dict[str, ir.Operation] = {}
+        self.scope = ""  # the function (instance) whose body is being walked
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
@@ -163,6 +180,9 @@ class _Importer:
             val = g.add_value(ARRAY, L.xla_element_type(str(t.element_type)), dims, producer, index)
         elif isinstance(t, ir.TupleType):
             val = g.add_value(TUPLE, str(t), (), producer, index)
+            # Each element is its own buffer (an XLA shape index), defined by the producer.
+            val.elements = [self._new_value(None, t.get_type(i), producer, index, comp)
+                            for i in range(t.num_types)]
         elif "token" in str(t):
             val = g.add_value(TOKEN, "token", (), producer, index)
         else:
@@ -172,6 +192,20 @@ class _Importer:
         self.h.values.append(v)  # type: ignore[arg-type]
         self.value_comp.append(comp)
         return val.id
+
+    def _instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: str,
+               handle: ir.Operation | None) -> Instruction:
+        ins = self.g.add_instr(op, comp, operands, attrs, loc)
+        ins.scope = self.scope
+        self.h.ops.append(handle)
+        return ins
+
+    def _alias(self, dst: int, src: int) -> None:
+        d, s = self.g.values[dst], self.g.values[src]
+        d.buffer = s.buffer
+        if d.elements is not None and s.elements is not None:
+            for a, b in zip(d.elements, s.elements):
+                self._alias(a, b)
 
     def _use(self, v: ir.Value, comp: int) -> int:
         vid = self.vid[v]
@@ -194,8 +228,8 @@ class _Importer:
         operand_no = len(caller.operands) + len(caller.captures) - 1
         self.g.values[outer].uses.append((caller.id, operand_no))
         ov = self.g.values[outer]
-        p = self.g.add_instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc)
-        self.h.ops.append(None)
+        p = self._instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc, None)
+        p.scope = caller.scope
         pv = self._new_value(None, _NO_TYPE, p.id, len(c.params), comp)
         val = self.g.values[pv]
         val.kind, val.element, val.dims = ov.kind, ov.element, ov.dims
@@ -211,37 +245,30 @@ class _Importer:
         funcs = [op for op in body.operations if op.operation.name == "func.func"]
         if not funcs:
             raise PassError("the module has no func.func to assign layouts to")
-        for f in funcs:
-            name = ir.StringAttr(f.attributes["sym_name"]).value
+        entry_name = _entry_name(funcs)
+        inlined: set[str] = set()
+        if self.inline:
+            inlined = _flatten_calls(funcs, entry_name)
+            funcs = [op for op in body.operations if op.operation.name == "func.func"]
+        self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+        self.h.inlined = inlined
+        for name, f in self.funcs.items():
+            if name in inlined:
+                continue
             cid = self._new_comp(name, "func", None, None)
             self.g.func_by_name[name] = cid
             self.h.funcs[cid] = f
-        self.g.entry = self._pick_entry(funcs)
+        self.g.entry = self.g.func_by_name[entry_name]
         self.g.comps[self.g.entry].is_entry = True
-        for f in funcs:
-            cid = self.g.func_by_name[ir.StringAttr(f.attributes["sym_name"]).value]
+        for name, cid in list(self.g.func_by_name.items()):
+            f = self.funcs[name]
             if len(f.regions[0].blocks) == 0:
                 continue  # a declaration: nothing to lay out
+            self.scope = name
             self._walk_region(f.regions[0], cid)
         self._link_calls()
-        self._read_entry_signature(funcs)
+        self._read_entry_signature()
         return self.g, self.h
-
-    def _pick_entry(self, funcs: list[ir.Operation]) -> int:
-        names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
-        if "main" in names:
-            return self.g.func_by_name["main"]
-        public = [
-            n for f, n in zip(funcs, names)
-            if "sym_visibility" not in f.attributes
-            or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
-        ]
-        if len(public) == 1:
-            return self.g.func_by_name[public[0]]
-        raise PassError(
-            "cannot tell the entry function: no @main and "
-            f"{len(public)} public functions ({', '.join(public) or 'none'})"
-        )
 
     def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
         cid = len(self.g.comps)
@@ -250,32 +277,43 @@ class _Importer:
         return cid
 
     def _walk_region(self, region: ir.Region, cid: int) -> None:
-        g, h = self.g, self.h
+        g = self.g
         comp = g.comps[cid]
         self.h.regions[cid] = region
         block = region.blocks[0]
         for n, arg in enumerate(block.arguments):
-            p = g.add_instr("parameter", cid, [], {"number": n}, comp.name)
-            h.ops.append(None)
+            p = self._instr("parameter", cid, [], {"number": n}, comp.name, None)
             p.results.append(self._new_value(arg, arg.type, p.id, n, cid))
             comp.params.append(p.id)
             comp.instrs.append(p.id)
+        results = self._walk_ops(block, cid)
+        if results is not None:
+            terminator, root_operands = results
+            self.h.terminators[cid] = terminator
+            root = self._instr("root", cid, root_operands, {"op": terminator.name},
+                               location_text(terminator.location), terminator)
+        else:
+            root = self._instr("root", cid, [], {"op": "none"}, comp.name, None)
+        comp.root = root.id
+        comp.instrs.append(root.id)
+
+    def _walk_ops(self, block: ir.Block, cid: int) -> tuple[ir.Operation, list[int]] | None:
+        """Import a block's ops into computation ``cid``; return its terminator's operands."""
+        g = self.g
+        comp = g.comps[cid]
         ops = list(block.operations)
         for position, op in enumerate(ops):
             name = op.operation.name
-            operands = [self._use(v, cid) for v in op.operands]
             if position == len(ops) - 1 and _is_terminator(name):
-                root = g.add_instr("root", cid, operands, {"op": name}, location_text(op.location))
-                h.ops.append(op.operation)
-                comp.root = root.id
-                comp.instrs.append(root.id)
-                h.terminators[cid] = op.operation
+                return op.operation, [self._use(v, cid) for v in op.operands]
+            if name == "func.call" and self.inline:
+                self._inline_call(op, cid)
                 continue
+            operands = [self._use(v, cid) for v in op.operands]
             rule = rule_for(name)
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            ins = g.add_instr(name, cid, operands, _extract(op, name), location_text(op.location))
-            h.ops.append(op.operation)
+            ins = self._instr(name, cid, operands, _extract(op, name), location_text(op.location), op.operation)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
@@ -288,15 +326,47 @@ class _Importer:
                     self._walk_region(region, child)
             for r, res in enumerate(op.results):
                 ins.results.append(self._new_value(res, res.type, ins.id, r, cid))
+            # Tuples and get_tuple_element define no array buffers of their
+            # own: their elements point at the buffers they were built from.
+            if name.endswith(".get_tuple_element"):
+                tup = g.values[operands[0]]
+                if tup.elements is not None:
+                    self._alias(ins.results[0], tup.elements[ir.IntegerAttr(op.attributes["index"]).value])
+            elif name.endswith(".tuple"):
+                for element, operand in zip(g.values[ins.results[0]].elements or (), operands):
+                    self._alias(element, operand)
             if rule.forwards:
                 for r, vid in enumerate(ins.results):
                     if r < len(ins.operands):
                         g.values[vid].buffer = g.values[ins.operands[r]].buffer
-        if comp.root < 0:
-            root = g.add_instr("root", cid, [], {"op": "none"}, comp.name)
-            h.ops.append(None)
-            comp.root = root.id
-            comp.instrs.append(root.id)
+        return None
+
+    def _inline_call(self, op: ir.Operation, cid: int) -> None:
+        """Import a callee's body in place of the call, as XLA's CallInliner does.
+
+        The callee was cloned for this call site (``_flatten_calls``), so each
+        of its ops belongs to exactly one instruction.  Its arguments are the
+        call's operands, its returned values the call's results; ``views``
+        remembers which MLIR value shows a graph value in the other scope.
+        """
+        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        f = self.funcs.get(callee)
+        if f is None or len(f.regions[0].blocks) == 0:
+            raise PassError(f"call to @{callee}, which has no body to inline", location_text(op.location))
+        block = f.regions[0].blocks[0]
+        operands = [self._use(v, cid) for v in op.operands]
+        caller_scope = self.scope
+        self.scope = callee
+        for arg, vid in zip(block.arguments, operands):
+            self.vid[arg] = vid
+            self.h.views.setdefault((vid, callee), arg)
+        found = self._walk_ops(block, cid)
+        self.scope = caller_scope
+        results = found[1] if found is not None else []
+        for res, vid in zip(op.results, results):
+            self.vid[res] = vid
+            self.h.views.setdefault((vid, caller_scope), res)
+        self.h.call_results.append((op.operation, results))
 
     def _link_calls(self) -> None:
         for ins in self.g.instrs:
@@ -307,7 +377,7 @@ class _Importer:
                 ins.callees.append(callee)
                 self.g.comps[callee].callers.append(ins.id)
 
-    def _read_entry_signature(self, funcs: list[ir.Operation]) -> None:
+    def _read_entry_signature(self) -> None:
         g = self.g
         assert g.entry is not None
         f = self.h.funcs[g.entry]
@@ -333,6 +403,80 @@ class _Importer:
             alias = a.get("tf.aliasing_output")
             if alias is not None:
                 g.entry_aliases.append((i, int(alias)))
+        g.entry_aliases.extend(_module_aliases(self.module, len(results)))
+        attrs = self.module.attributes
+        if "mhlo.num_partitions" in attrs:
+            g.spmd = ir.IntegerAttr(attrs["mhlo.num_partitions"]).value > 1
+
+
+def _entry_name(funcs: list[ir.Operation]) -> str:
+    names = [ir.StringAttr(f.attributes["sym_name"]).value for f in funcs]
+    if "main" in names:
+        return "main"
+    public = [
+        n for f, n in zip(funcs, names)
+        if "sym_visibility" not in f.attributes
+        or ir.StringAttr(f.attributes["sym_visibility"]).value == "public"
+    ]
+    if len(public) == 1:
+        return public[0]
+    raise PassError(
+        "cannot tell the entry function: no @main and "
+        f"{len(public)} public functions ({', '.join(public) or 'none'})"
+    )
+
+
+def _nested_ops(op: ir.Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner
+                yield from _nested_ops(inner.operation)
+
+
+def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
+    """Give every call site its own copy of the callee (XLA's FlattenCallGraph).
+
+    Returns the names of the functions that are now called exactly once and
+    will be imported inline.  Clones are named ``<callee>.site<k>``; the
+    rewrite later folds clones that ended up identical.
+    """
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    called: set[str] = set()
+    counter: dict[str, int] = {}
+
+    def visit(name: str, stack: list[str]) -> None:
+        for op in list(_nested_ops(by_name[name].operation)):
+            if op.operation.name != "func.call":
+                continue
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            base = by_name.get(callee)
+            if base is None or len(base.regions[0].blocks) == 0:
+                continue
+            if callee in stack:
+                raise PassError(f"@{callee} calls itself; recursive calls cannot be inlined",
+                                location_text(op.location))
+            target = callee
+            if callee in called or callee == entry:
+                root = callee.split(".site")[0]
+                counter[root] = counter.get(root, 0) + 1
+                target = f"{root}.site{counter[root]}"
+                while target in by_name:
+                    counter[root] += 1
+                    target = f"{root}.site{counter[root]}"
+                clone = base.operation.clone(ip=ir.InsertionPoint.after(base.operation))
+                clone.attributes["sym_name"] = ir.StringAttr.get(target)
+                clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
+                by_name[target] = clone
+                op.attributes["callee"] = ir.FlatSymbolRefAttr.get(target)
+            called.add(target)
+            visit(target, stack + [target])
+
+    roots = [entry] + [n for n in list(by_name) if n != entry]
+    for name in roots:
+        if name not in called and len(by_name[name].regions[0].blocks):
+            visit(name, [name])
+    return called
 
 
 _NO_TYPE: Any = None
@@ -354,6 +498,24 @@ def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
             if name in d:
                 a = d[name]
                 out[i][name] = ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else str(ir.IntegerAttr(a).value)
+    return out
+
+
+def _module_aliases(module: ir.Operation, n_results: int) -> list[tuple[int, int]]:
+    """(parameter, result) pairs from XLA's ``mhlo.input_output_alias`` module attribute."""
+    attrs = module.attributes
+    if "mhlo.input_output_alias" not in attrs:
+        return []
+    out = []
+    for entry in ir.ArrayAttr(attrs["mhlo.input_output_alias"]):
+        d = ir.DictAttr(entry)
+        alias = ir.DictAttr(d["alias"])
+        if len(_int_list(alias["parameter_index"])):
+            continue  # an element of a tuple parameter: entry parameters are flat here
+        output = _int_list(d["output_index"])
+        result = output[0] if output else 0
+        if len(output) <= 1 and result < n_results:
+            out.append((ir.IntegerAttr(alias["parameter_number"]).value, result))
     return out
 
 
@@ -397,5 +559,6 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     return lay
 
 
-def import_module(module: ir.Module | ir.Operation) -> tuple[Graph, Handles]:
-    return _Importer(module).run()
+def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False) -> tuple[Graph, Handles]:
+    """Build the constraint graph; with ``inline_calls`` calls are imported inline (XLA:CPU/GPU)."""
+    return _Importer(module, inline_calls).run()

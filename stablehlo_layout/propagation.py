@@ -94,10 +94,19 @@ class Engine:
         self.oc: dict[tuple[int, int], OperandConstraint] = {}
         self.comp_layouts: dict[int, ComputationLayout] = {}
         self.conditional_mismatch: dict[int, list[L.Layout | None]] = {}
+        # Cross-module all-reduces on one channel agree on a layout; the first
+        # one laid out decides, and the others follow from the next round on.
+        self.channel_layouts: dict[int, L.Layout] = {}
         self.added: list[Constraint] = []
         self.unconstrained: list[tuple[int, int]] = []
         self.comp = -1
         self.order_key = [0] * len(graph.values)
+        # XLA's shape indices: an instruction's results with tuples flattened.
+        self.leaves = [[leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        self.aliases: dict[int, list[int]] = {}
+        for v in graph.values:
+            if v.is_array:
+                self.aliases.setdefault(v.buffer, []).append(v.id)
         self.comp_order = self._computation_order()
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
@@ -178,8 +187,9 @@ class Engine:
         for c in self.comp_order:
             for iid in self.post_order(c):
                 for v in self.g.instrs[iid].results:
-                    self.order_key[v] = key
-                    key += 1
+                    for leaf in [v] + self.g.leaves(v):
+                        self.order_key[leaf] = key
+                        key += 1
 
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:
@@ -192,7 +202,7 @@ class Engine:
             return kind in ("body", "cond", "branch")
         if ins.op == "root":
             return False
-        if len(ins.results) != 1:
+        if len(ins.results) != 1 or self.g.values[ins.results[0]].elements is not None:
             return True
         return rule_for(ins.op).hlo == "while"
 
@@ -229,8 +239,10 @@ class Engine:
                 return
         self._push(c)
         producer = self.g.instrs[v.producer]
-        for out_index, operand_no in producer.attrs.get("aliases", ()):
-            if out_index == v.index:
+        aliases = producer.attrs.get("aliases", ())
+        position = self.leaves[producer.id].index(buffer) if aliases else -1
+        for out_index, operand_no in aliases:
+            if out_index == position:
                 self.set_operand_layout(layout, producer.id, operand_no, mandatory, dfs, priority,
                                         Origin("custom-call-alias", producer.id, c.frozen()))
 
@@ -263,8 +275,16 @@ class Engine:
                 return  # first writer wins: XLA never negotiates operand layouts
             if cur.priority > priority:
                 return
-        c = OperandConstraint(layout, mandatory, dfs, priority, origin, self.round, instr=iid, operand=n)
-        self.oc[(iid, n)] = c
+        if cur is None:
+            c = OperandConstraint(layout, mandatory, dfs, priority, origin, self.round, instr=iid, operand=n)
+            self.oc[(iid, n)] = c
+        else:
+            # XLA keeps one slot per (instruction, operand) and queues pointers
+            # to it: an entry still waiting in the worklist propagates the
+            # replacement, not the layout it was queued with.
+            c = cur
+            c.layout, c.mandatory, c.dfs, c.priority = layout, mandatory, dfs, priority
+            c.origin, c.round, c._snapshot = origin, self.round, None
         self._push(c)
 
     def _operand(self, ins: Instruction, n: int) -> Value:
@@ -287,8 +307,7 @@ class Engine:
 
     def set_instruction_layout(self, layouts: list[L.Layout | None], iid: int, mandatory: bool,
                                priority: int, origin: Origin) -> None:
-        ins = self.g.instrs[iid]
-        for r, lay in zip(ins.results, layouts):
+        for r, lay in zip(self.leaves[iid], layouts):
             if lay is not None and self.g.values[r].is_array and self.g.values[r].buffer == r:
                 self.set_buffer_layout(lay, r, mandatory, True, priority, origin)
 
@@ -332,7 +351,7 @@ class Engine:
         ins = g.instrs[v.producer]
         if ins.op in ("parameter", "root"):
             return
-        if all(self._at_most_rank1(g.values[r]) for r in ins.results):
+        if all(self._at_most_rank1(g.values[r]) for r in self.leaves[ins.id]):
             return
         rule = rule_for(ins.op)
         top_level = not self.tuple_shaped(ins)
@@ -347,8 +366,9 @@ class Engine:
                     self.set_operand_layout(c.layout, ins.id, n, True, True, self.current_priority,
                                             Origin("same-layout-operand", ins.id, c.frozen()))
                 elif rule.hlo == "bitcast_convert":
-                    self.set_operand_layout(L.default_layout(ov.rank), ins.id, n, True, True,
-                                            self.current_priority, Origin("bitcast-convert-rank-change", ins.id, c.frozen()))
+                    lay = _bitcast_convert_operand_layout(c.layout, ov.rank)
+                    self.set_operand_layout(lay, ins.id, n, True, True, self.current_priority,
+                                            Origin("bitcast-convert-rank-change", ins.id, c.frozen()))
             elif rule.broadcast:
                 lay = rule.operand_from_output(g, ins, n, c.layout)  # type: ignore[misc]
                 if lay is not None:
@@ -382,14 +402,8 @@ class Engine:
                                                Origin("while-back-edge", comp.caller, c.frozen()))
 
     def _aliases(self, v: Value) -> list[Value]:
-        """Array values that point at ``v``'s buffer (itself, forwarded results)."""
-        out = [v]
-        for user, n in v.uses:
-            if self.forwards_operand(user, n):
-                r = self.g.values[self.g.instrs[user].results[n]]
-                if r.is_array:
-                    out.extend(self._aliases(r))
-        return out
+        """Array values that point at ``v``'s buffer (itself, forwarded results, tuple elements)."""
+        return [self.g.values[a] for a in self.aliases.get(v.buffer, (v.id,))]
 
     def _propagate_operand(self, c: OperandConstraint) -> None:
         g = self.g
@@ -402,16 +416,18 @@ class Engine:
         if ins.op == "root" or c.operand >= len(ins.operands):
             return  # root and implicit captures: nothing to derive inside the user
         # A custom call's output aliased to this operand follows it.
+        leaves = self.leaves[ins.id]
         for out_index, operand_no in ins.attrs.get("aliases", ()):
-            if operand_no == c.operand and out_index < len(ins.results):
-                self.set_buffer_layout(c.layout, ins.results[out_index], rule.always_forward,
+            if (operand_no == c.operand and out_index < len(leaves)
+                    and g.values[leaves[out_index]].is_array):
+                self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
                                        dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c.frozen()))
         if ins.attrs.get("layout_constrained"):
             return
         if rule.tuple_operand:
             return
         if rule.hlo == "all_reduce":
-            r = ins.results[c.operand] if len(ins.results) > 1 else ins.results[0]
+            r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
                                    Origin("all-reduce-operand", ins.id, c.frozen()))
         tuple_shaped = self.tuple_shaped(ins)
@@ -433,7 +449,7 @@ class Engine:
                     continue
                 self.set_operand_layout(c.layout, ins.id, m, True, True, c.priority,
                                         Origin("same-layout-sibling", ins.id, c.frozen()))
-            for r in ins.results:
+            for r in leaves:
                 rv = g.values[r]
                 if rv.is_array and rv.rank == ov.rank and rv.buffer == r:
                     self.set_buffer_layout(c.layout, r, True, True, c.priority,
@@ -453,7 +469,7 @@ class Engine:
         """A demand on a use asks the value's producer for the same layout."""
         buf = self.g.values[v.buffer]
         producer = self.g.instrs[buf.producer]
-        if rule_for(producer.op).hlo == "reduce" and len(producer.results) > 1:
+        if rule_for(producer.op).hlo == "reduce" and len(self.leaves[producer.id]) > 1:
             return  # XLA never lets a variadic reduce's outputs take use demands
         self.set_buffer_layout(layout, buf.id, False, True, priority,
                                Origin("consumer-demand", producer.id, parent.frozen()))
@@ -484,29 +500,54 @@ class Engine:
         cl = self.comp_layouts.get(c)
         if cl is None:
             cl = self.comp_layouts[c] = self._new_comp_layout(c)
-        heap = [(self.order_key[v], v) for iid in comp.instrs for v in g.instrs[iid].results
+        heap = [(self.order_key[v], v) for iid in comp.instrs for v in self.leaves[iid]
                 if g.values[v].is_array and g.values[v].buffer == v]
         heapq.heapify(heap)
         self.unconstrained = heap
 
-        # 1. Parameters whose layouts are fixed.
+        # 1. Values whose layouts are fixed: parameters, infeed, what send reads.
         is_entry = comp.is_entry
         params_fixed = (is_entry and any(x is not None for x in cl.params + cl.results)) or (
             not is_entry and c not in self.conditional_mismatch and cl.params_set)
-        if params_fixed:
-            for p, lay in zip(comp.params, cl.params):
-                if lay is not None:
+        param_layouts = dict(zip(comp.params, cl.params))
+        for iid in comp.instrs:
+            ins = g.instrs[iid]
+            if ins.op == "parameter":
+                lay = param_layouts.get(iid)
+                if params_fixed and lay is not None:
                     why = "entry-parameter" if is_entry else "computation-parameter"
-                    self.set_instruction_layout([lay], p, True, self.current_priority,
-                                                Origin(why, p, None, self._param_note(c, p)))
-        # 2. Callers of computations already laid out.
+                    self.set_instruction_layout([lay], iid, True, self.current_priority,
+                                                Origin(why, iid, None, self._param_note(c, iid)))
+            elif "infeed_layouts" in ins.attrs:
+                self.set_instruction_layout(ins.attrs["infeed_layouts"], iid, True, self.current_priority,
+                                            Origin("infeed-layout", iid, None, "the layout the infeed carries"))
+            elif rule_for(ins.op).hlo == "send":
+                # XLA copies what send reads before it starts (send aliases its
+                # input); nothing constrains that copy, so it is the default.
+                why = Origin("send-operand", iid, None, "send transfers a default-layout copy")
+                for n, vid in enumerate(ins.operands):
+                    v = g.values[vid]
+                    if v.is_array:
+                        self.set_operand_layout(L.default_layout(v.rank), iid, n, True, True,
+                                                self.current_priority, why)
+            elif ("channel" in ins.attrs and not g.spmd and ins.attrs["channel"] in self.channel_layouts
+                  and all(len(self.channel_layouts[ins.attrs["channel"]]) == g.values[r].rank
+                          for r in self.leaves[iid])):
+                lay = self.channel_layouts[ins.attrs["channel"]]
+                self.set_instruction_layout([lay] * len(self.leaves[iid]), iid, True, self.current_priority,
+                                            Origin("channel-layout", iid, None,
+                                                   f"channel {ins.attrs['channel']} was laid out {L.format_layout(lay)}"))
+            elif rule_for(ins.op).hlo == "bitcast" and ins.op.startswith("mhlo."):
+                raise PassError("a bitcast already exists before layout assignment; XLA rejects "
+                                "this too: run the pass on the module before layouts were decided", ins.loc)
+        # 2. Callers of computations already laid out; ops nobody knows.
         for iid in comp.instrs:
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
             if ins.callees:
                 self._constrain_call_site(ins)
-            elif not rule_for(ins.op).known:
+            if not rule_for(ins.op).known:
                 self._pin_unknown(ins)
         # 3. The result, once it is known (entry with a given result, or any later round).
         if c in self.conditional_mismatch:
@@ -541,6 +582,13 @@ class Engine:
                                    Origin("default-layout", v.producer))
             self.propagate()
         self._record_computation_layout(c)
+        if not g.spmd:
+            for iid in comp.instrs:
+                channel = g.instrs[iid].attrs.get("channel")
+                if channel is not None and channel not in self.channel_layouts:
+                    lay = self._layout_of(self.leaves[iid][0])
+                    if lay is not None:
+                        self.channel_layouts[channel] = lay
 
     def _param_note(self, c: int, p: int) -> str:
         comp = self.g.comps[c]
@@ -556,7 +604,7 @@ class Engine:
             if v.is_array:
                 self.set_operand_layout(L.default_layout(v.rank), ins.id, n, True, True,
                                         self.current_priority, origin)
-        self.set_instruction_layout([L.default_layout(self.g.values[r].rank) for r in ins.results],
+        self.set_instruction_layout([L.default_layout(self.g.values[r].rank) for r in self.leaves[ins.id]],
                                     ins.id, True, self.current_priority, origin)
 
     def _constrain_custom_call(self, ins: Instruction) -> None:
@@ -566,7 +614,7 @@ class Engine:
         origin = Origin("custom-call-layout", ins.id, None, f"custom_call @{target}")
         results = ins.attrs["result_layouts"]
         lays = [lay if g.values[r].is_array and lay is not None and len(lay) == g.values[r].rank else None
-                for r, lay in zip(ins.results, results)]
+                for r, lay in zip(self.leaves[ins.id], results)]
         self.set_instruction_layout(lays, ins.id, True, self.current_priority, origin)
         if target == "LayoutConstraint":
             if lays and lays[0] is not None:
@@ -793,6 +841,13 @@ class Engine:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
                           entry_params, entry_results, rounds, self.trace)
+
+
+def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:
+    """A rank-changing bitcast-convert splits or merges the last dimension, most minor."""
+    if operand_rank < len(output):
+        return L.intern(d for d in output if d != len(output) - 1)
+    return L.intern([operand_rank - 1] + list(output))
 
 
 def assign_layouts(graph: Graph, target: "Target", entry_mode: str = "default",

@@ -52,11 +52,14 @@ class _Attrs:
         return a
 
 
-def shape_text(v: Value, lay: L.Layout | None) -> str:
+def shape_text(v: Value, lay: L.Layout | None, g: Graph | None = None,
+               layouts: list[L.Layout | None] | None = None) -> str:
     if v.kind == ARRAY:
         return str(L.ArrayShape(v.element, v.dims, lay))
     if v.kind == TOKEN:
         return "token[]"
+    if v.elements is not None and g is not None and layouts is not None:
+        return "(" + ", ".join(shape_text(g.values[e], layouts[e], g, layouts) for e in v.elements) + ")"
     return "()"
 
 
@@ -81,8 +84,10 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list
     op = module.operation if isinstance(module, ir.Module) else module
     with op.context:
         _annotate_ops(g, a, h, cache)
+        _annotate_inlined_calls(g, a, h, cache)
         copies = _insert_copies(g, a, h, cache)
         _write_entry(op, g, a, h, cache)
+        _fold_identical_clones(op, h)
     return copies
 
 
@@ -92,12 +97,12 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         if op is None or ins.op == "root" or not ins.results:
             continue
         vals = [g.values[r] for r in ins.results]
-        if not any(v.kind == ARRAY for v in vals):
+        if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
-        texts = [shape_text(v, a.layouts[v.id]) for v in vals]
+        texts = [shape_text(v, a.layouts[v.id], g, a.layouts) for v in vals]
         attrs = op.attributes
         attrs["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
-        if len(vals) == 1:
+        if len(vals) == 1 and vals[0].kind == ARRAY:
             attrs["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
 
 
@@ -111,29 +116,24 @@ def _depth(g: Graph, comp: int) -> int:
 
 
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
-    groups: dict[tuple[int, L.Layout], list[CopyEdge]] = defaultdict(list)
+    # One copy per (value, layout) in each function body that needs it.
+    groups: dict[tuple[int, L.Layout, str], list[CopyEdge]] = defaultdict(list)
     for e in a.copies:
-        groups[(e.value, e.dst)].append(e)
+        groups[(e.value, e.dst, g.instrs[e.consumer].scope)].append(e)
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
     current: dict[int, ir.Value] = {}
-    ordered = sorted(groups.items(), key=lambda kv: (_depth(g, g.instrs[g.values[kv[0][0]].producer].comp), kv[0][0]))
+    ordered = sorted(groups.items(), key=lambda kv: (
+        _depth(g, g.instrs[g.values[kv[0][0]].producer].comp), kv[0][0], kv[0][2]))
     made: list[InsertedCopy] = []
-    for (vid, dst), edges in ordered:
+    for (vid, dst, scope), edges in ordered:
         v = g.values[vid]
-        source = _current_value(g, h, current, v)
-        producer = g.instrs[v.producer]
+        source = _visible(g, h, current, v, scope)
         name = f"layout_copy({_value_name(g, v)} -> {_consumer_name(g, edges[0])})"
         consumer_op = h.ops[edges[0].consumer]
-        child = consumer_op.location if consumer_op is not None else source.owner.location
+        child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         loc = ir.Location.name(name, childLoc=child)
-        if producer.op == "parameter":
-            block = h.regions[producer.comp].blocks[0]
-            ip = ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
-        else:
-            after = h.ops[producer.id]
-            ip = ir.InsertionPoint.after(after) if hasattr(ir.InsertionPoint, "after") else _after(after)
-        with ip:
+        with _right_after(source):
             attrs = {
                 "xla_shape": cache.string(shape_text(v, dst)),
                 "result_layout": cache.layout(dst),
@@ -147,26 +147,28 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
     return made
 
 
-def _after(op: ir.Operation) -> ir.InsertionPoint:
-    block = op.block
-    ops = list(block.operations)
-    for i, o in enumerate(ops):
-        if o.operation == op:
-            return ir.InsertionPoint(ops[i + 1]) if i + 1 < len(ops) else ir.InsertionPoint(block)
-    return ir.InsertionPoint(block)
+def _right_after(value: ir.Value) -> ir.InsertionPoint:
+    """Where a copy of ``value`` dominates every use: after its definition."""
+    if isinstance(value, ir.BlockArgument):
+        block = value.owner
+        return ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
+    return ir.InsertionPoint.after(value.owner)
 
 
-def _current_value(g: Graph, h: Handles, current: dict[int, ir.Value], v: Value) -> ir.Value:
-    """The MLIR value standing for graph value ``v`` at its own level."""
+def _visible(g: Graph, h: Handles, current: dict[int, ir.Value], v: Value, scope: str) -> ir.Value:
+    """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
     if v.id in current:
         return current[v.id]
+    view = h.views.get((v.id, scope))
+    if view is not None:
+        return view
     handle = h.values[v.id]
     if handle is not None:
         return handle
     # A capture parameter: the outer value, as seen from the enclosing level.
     ins = g.instrs[v.producer]
     outer = g.values[ins.attrs["capture"]]
-    return _current_value(g, h, current, outer)
+    return _visible(g, h, current, outer, scope)
 
 
 def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
@@ -185,11 +187,11 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     current[param_value] = new
     for use in list(old.uses):
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if _inside(owner, op, region):
+        if _inside(owner, region):
             owner.operands[use.operand_number] = new
 
 
-def _inside(owner: ir.Operation, region_op: ir.Operation, region: ir.Region) -> bool:
+def _inside(owner: ir.Operation, region: ir.Region) -> bool:
     o = owner
     while True:
         block = o.block
@@ -201,6 +203,107 @@ def _inside(owner: ir.Operation, region_op: ir.Operation, region: ir.Region) -> 
         if parent is None or parent.name == "builtin.module":
             return False
         o = parent.operation if hasattr(parent, "operation") else parent
+
+
+def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
+    """An inlined call's results are its callee's results: give them the same attributes."""
+    for op, results in h.call_results:
+        vals = [g.values[r] for r in results]
+        if not any(v.kind == ARRAY for v in vals):
+            continue
+        texts = [shape_text(v, a.layouts[v.id]) for v in vals]
+        op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
+        if len(vals) == 1:
+            op.attributes["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
+
+
+def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
+    """Keep one function per distinct layout signature; return each clone's final name.
+
+    Every call site got its own clone so each could take its own layouts.
+    Clones whose bodies came out identical are folded back together: the
+    original name stays with the first signature, the others are named
+    ``<f>.layout<k>`` so the reader sees that the layouts differ.
+    """
+    if not h.inlined:
+        return {}
+    body = module.regions[0].blocks[0]
+    funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
+             if f.operation.name == "func.func"}
+    calls = {name: [op for op in _all_ops(f.operation) if op.operation.name == "func.call"]
+             for name, f in funcs.items()}
+    depth = _call_depths(funcs, calls)
+    families: dict[str, list[str]] = defaultdict(list)
+    for name in funcs:
+        root = name.split(".site")[0]
+        if name == root or name in h.inlined:
+            families[root].append(name)
+    final: dict[str, str] = {}
+    # Callees before callers: a caller's text then already names folded callees.
+    for root in sorted(families, key=lambda r: -max(depth.get(n, 0) for n in families[r])):
+        members = sorted(families[root], key=lambda n: n != root)
+        if len(members) < 2:
+            continue
+        reps: list[tuple[str, str]] = []  # (body text, representative)
+        owner: dict[str, str] = {}
+        for name in members:
+            text = _body_text(funcs[name])
+            rep = next((r for t, r in reps if t == text), None)
+            if rep is None:
+                reps.append((text, name))
+                rep = name
+            owner[name] = rep
+        new_name = {rep: (root if i == 0 else f"{root}.layout{i}") for i, (_, rep) in enumerate(reps)}
+        for name in members:
+            if owner[name] != name:
+                funcs.pop(name).operation.erase()
+                calls.pop(name)
+        for rep, nn in new_name.items():
+            if rep != nn:
+                funcs[rep].attributes["sym_name"] = ir.StringAttr.get(nn)
+        for ops in calls.values():
+            for op in ops:
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                if callee in owner:
+                    op.attributes["callee"] = ir.FlatSymbolRefAttr.get(new_name[owner[callee]])
+        for name in members:
+            final[name] = new_name[owner[name]]
+    return final
+
+
+def _all_ops(op: ir.Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner
+                yield from _all_ops(inner.operation)
+
+
+def _body_text(f: ir.Operation) -> str:
+    text = f.operation.get_asm(enable_debug_info=False)
+    return text[text.index("("):]
+
+
+def _call_depths(funcs: dict[str, ir.Operation], calls: dict[str, list]) -> dict[str, int]:
+    """How many calls deep each function sits below the functions nobody calls."""
+    callees = {name: [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in ops]
+               for name, ops in calls.items()}
+    called = {c for cs in callees.values() for c in cs}
+    depth: dict[str, int] = {}
+    frontier = [n for n in funcs if n not in called]
+    level = 0
+    while frontier:
+        nxt = []
+        for n in frontier:
+            if depth.get(n, -1) >= level:
+                continue
+            depth[n] = level
+            nxt.extend(c for c in callees.get(n, ()) if c in funcs)
+        frontier = nxt
+        level += 1
+        if level > len(funcs) + 1:
+            break
+    return depth
 
 
 def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:

@@ -185,7 +185,9 @@ _register(["while"], OpRule("while", can_change=False, tuple_operand=True), ("st
 _register(["optimization_barrier"], OpRule(
     "optimization-barrier", can_change=False, tuple_operand=True, forwards=True,
 ), ("stablehlo", "mhlo"))
+_register(["scan"], OpRule("scan", can_change=False), ("mhlo",))
 RULES["mhlo.copy"] = OpRule("copy", can_change=True)
+RULES["mhlo.bitcast"] = OpRule("bitcast", can_change=True)
 RULES["func.call"] = OpRule("call", can_change=True)
 
 # CHLO: elementwise unless known otherwise.  Explicit-broadcast forms accept

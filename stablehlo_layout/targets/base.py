@@ -19,6 +19,9 @@ class Target:
     """The base target: XLA's pass with no backend hooks."""
 
     name = "generic"
+    # XLA's CPU and GPU pipelines inline calls before layout assignment; the
+    # base pass itself lays out called computations one per call site.
+    inline_calls = False
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         """Add the backend's demands for computation ``comp`` (XLA's AddBackendConstraints)."""
