@@ -248,7 +248,8 @@ class _Importer:
         entry_name = _entry_name(funcs)
         inlined: set[str] = set()
         if self.inline:
-            inlined = _flatten_calls(funcs, entry_name)
+            with self.module.context:
+                inlined = _flatten_calls(funcs, entry_name)
             funcs = [op for op in body.operations if op.operation.name == "func.func"]
         self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
         self.h.inlined = inlined
