@@ -34,7 +34,7 @@ from .constraints import (
 )
 from .errors import PassError
 from .graph import Graph, Instruction, Value
-from .rules import OpRule, dfs_for, rule_for
+from .rules import OpRule, dfs_for
 
 if TYPE_CHECKING:
     from .targets.base import Target
@@ -101,6 +101,7 @@ class Engine:
         self.unconstrained: list[tuple[int, int]] = []
         self.comp = -1
         self.order_key = [0] * len(graph.values)
+        self._rules: list[OpRule | None] = [None] * len(graph.instrs)
         # XLA's shape indices: an instruction's results with tuples flattened.
         self.leaves = [[leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
         self.aliases: dict[int, list[int]] = {}
@@ -146,7 +147,7 @@ class Engine:
         for iid in self.g.comps[c].instrs:
             ins = self.g.instrs[iid]
             callees = ins.callees
-            if rule_for(ins.op).hlo == "while" and len(callees) == 2:
+            if self.rule(ins.id).hlo == "while" and len(callees) == 2:
                 callees = [callees[1], callees[0]]  # HLO lists the body first
             out.extend(callees)
         return out
@@ -193,7 +194,11 @@ class Engine:
 
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:
-        return rule_for(self.g.instrs[iid].op)
+        """The op's rule as the target sees it (a target may refine the table)."""
+        r = self._rules[iid]
+        if r is None:
+            r = self._rules[iid] = self.target.rule(self.g, self.g.instrs[iid])
+        return r
 
     def tuple_shaped(self, ins: Instruction) -> bool:
         """XLA sees this instruction's result as a tuple (so buffers are tuple elements)."""
@@ -204,12 +209,12 @@ class Engine:
             return False
         if len(ins.results) != 1 or self.g.values[ins.results[0]].elements is not None:
             return True
-        return rule_for(ins.op).hlo == "while"
+        return self.rule(ins.id).hlo == "while"
 
     def forwards_operand(self, iid: int, n: int) -> bool:
         """The user aliases this operand's buffer into its own result (points-to)."""
         ins = self.g.instrs[iid]
-        if not rule_for(ins.op).forwards:
+        if not self.rule(ins.id).forwards:
             return False
         return n < len(ins.results)
 
@@ -257,14 +262,14 @@ class Engine:
             raise PassError(f"layout {L.format_layout(layout)} has the wrong rank for operand {n}", ins.loc)
         if self.forwards_operand(iid, n):
             return
-        hlo = rule_for(ins.op).hlo
+        hlo = self.rule(ins.id).hlo
         if not mandatory:
             # XLA lets operand 0 decide a dynamic-update-slice, and a reshape of
             # a dynamic-slice, by weakening the other demands.
             if hlo == "dynamic_update_slice" and n > 0 and priority > DEFAULT_PRIORITY:
                 dfs = False
                 priority -= 1
-            elif hlo == "reshape" and rule_for(g.instrs[self._operand(ins, 0).producer].op).hlo == "dynamic_slice":
+            elif hlo == "reshape" and self.rule(self._operand(ins, 0).producer).hlo == "dynamic_slice":
                 dfs = False
                 priority -= 1
         cur = self.oc.get((iid, n))
@@ -353,7 +358,7 @@ class Engine:
             return
         if all(self._at_most_rank1(g.values[r]) for r in self.leaves[ins.id]):
             return
-        rule = rule_for(ins.op)
+        rule = self.rule(ins.id)
         top_level = not self.tuple_shaped(ins)
         for n, ovid in enumerate(ins.operands):
             ov = g.values[ovid]
@@ -412,7 +417,7 @@ class Engine:
         if self._at_most_rank1(ov):
             return
         self._use_to_defs(ov, c.layout, c.priority, c)
-        rule = rule_for(ins.op)
+        rule = self.rule(ins.id)
         if ins.op == "root" or c.operand >= len(ins.operands):
             return  # root and implicit captures: nothing to derive inside the user
         # A custom call's output aliased to this operand follows it.
@@ -469,7 +474,7 @@ class Engine:
         """A demand on a use asks the value's producer for the same layout."""
         buf = self.g.values[v.buffer]
         producer = self.g.instrs[buf.producer]
-        if rule_for(producer.op).hlo == "reduce" and len(self.leaves[producer.id]) > 1:
+        if self.rule(producer.id).hlo == "reduce" and len(self.leaves[producer.id]) > 1:
             return  # XLA never lets a variadic reduce's outputs take use demands
         self.set_buffer_layout(layout, buf.id, False, True, priority,
                                Origin("consumer-demand", producer.id, parent.frozen()))
@@ -521,7 +526,7 @@ class Engine:
             elif "infeed_layouts" in ins.attrs:
                 self.set_instruction_layout(ins.attrs["infeed_layouts"], iid, True, self.current_priority,
                                             Origin("infeed-layout", iid, None, "the layout the infeed carries"))
-            elif rule_for(ins.op).hlo == "send":
+            elif self.rule(ins.id).hlo == "send":
                 # XLA copies what send reads before it starts (send aliases its
                 # input); nothing constrains that copy, so it is the default.
                 why = Origin("send-operand", iid, None, "send transfers a default-layout copy")
@@ -537,7 +542,7 @@ class Engine:
                 self.set_instruction_layout([lay] * len(self.leaves[iid]), iid, True, self.current_priority,
                                             Origin("channel-layout", iid, None,
                                                    f"channel {ins.attrs['channel']} was laid out {L.format_layout(lay)}"))
-            elif rule_for(ins.op).hlo == "bitcast" and ins.op.startswith("mhlo."):
+            elif self.rule(ins.id).hlo == "bitcast" and ins.op.startswith("mhlo."):
                 raise PassError("a bitcast already exists before layout assignment; XLA rejects "
                                 "this too: run the pass on the module before layouts were decided", ins.loc)
         # 2. Callers of computations already laid out; ops nobody knows.
@@ -547,7 +552,7 @@ class Engine:
                 continue
             if ins.callees:
                 self._constrain_call_site(ins)
-            if not rule_for(ins.op).known:
+            if not self.rule(ins.id).known:
                 self._pin_unknown(ins)
         # 3. The result, once it is known (entry with a given result, or any later round).
         if c in self.conditional_mismatch:
@@ -630,7 +635,7 @@ class Engine:
     def _constrain_call_site(self, ins: Instruction) -> None:
         """Make a caller agree with the interfaces its callees recorded (XLA 2.2)."""
         g = self.g
-        hlo = rule_for(ins.op).hlo
+        hlo = self.rule(ins.id).hlo
         prio = self.current_priority
         if hlo == "call":
             callee = ins.callees[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import layout as L
-from ..rules import OpRule
+from ..rules import OpRule, rule_for
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
@@ -22,6 +22,11 @@ class Target:
     # XLA's CPU and GPU pipelines inline calls before layout assignment; the
     # base pass itself lays out called computations one per call site.
     inline_calls = False
+
+    def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
+        """The per-op rule for ``ins``; a backend may refine it (XLA's
+        InstructionCanChangeLayoutInstance and friends)."""
+        return rule_for(ins.op)
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         """Add the backend's demands for computation ``comp`` (XLA's AddBackendConstraints)."""
