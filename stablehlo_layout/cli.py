@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import tempfile
 from typing import Sequence
@@ -65,12 +66,7 @@ def _assign(args: argparse.Namespace) -> int:
     target, warning = get_target(args.target)  # reject a bad name before reading input
     ctx = mlir.make_context()
     module = mlir.read_input(args.input, ctx)
-    try:
-        result = assign_module(module, target, args.entry_layouts)
-    except PassError as e:
-        if e.location and not e.location.startswith(args.input):
-            e.location = f"{args.input}: {e.location}" if e.location else args.input
-        raise
+    result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
     text = mlir.print_module(module, debuginfo=args.mlir_print_debuginfo)
@@ -81,13 +77,36 @@ def _assign(args: argparse.Namespace) -> int:
     return 0
 
 
+_FILE_POS = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)$")
+
+
+def render_pass_error(path: str, e: PassError) -> str:
+    """One ``file:line:col: error: reason`` line for an error found inside the pass.
+
+    Locations come from the parsed buffer (named ``-``) or from NameLocs
+    (HLO instruction names); either way the line names the input file.
+    """
+    shown = "<stdin>" if path == "-" else path
+    msg = " ".join(e.msg.split())
+    loc = e.location or ""
+    m = _FILE_POS.match(loc)
+    if m and m.group("file") in ("-", "", path):
+        return f"{shown}:{m.group('line')}:{m.group('col')}: error: {msg}"
+    if loc:
+        return f"{shown}: error: at {loc}: {msg}"
+    return f"{shown}: error: {msg}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "assign":
             return _assign(args)
-    except (InputError, PassError) as e:
+    except InputError as e:
         print(str(e), file=sys.stderr)
+        return 1
+    except PassError as e:
+        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -139,6 +139,18 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             any(bool(x) for x in ir.DenseBoolArrayAttr(attrs["window_reversal"]))
             if "window_reversal" in attrs else False
         )
+    elif short == "constant":
+        # Scalar integer constants: explain reads loop bounds from them.
+        t = op.results[0].type
+        if isinstance(t, ir.RankedTensorType) and t.rank == 0 and isinstance(t.element_type, ir.IntegerType):
+            try:
+                out["scalar"] = int(ir.DenseIntElementsAttr(attrs["value"])[0])
+            except (ValueError, TypeError, IndexError):
+                pass
+    elif short == "compare":
+        m = re.search(r"comparison_direction<(\w+)>", str(attrs["comparison_direction"]))
+        if m:
+            out["direction"] = m.group(1)
     elif short == "infeed" and "layout" in attrs:
         layouts: list[L.Layout | None] = []
         for entry in ir.ArrayAttr(attrs["layout"]):
@@ -393,11 +405,11 @@ class _Importer:
         arg_attrs = _attr_dicts(f, "arg_attrs", len(params))
         res_attrs = _attr_dicts(f, "res_attrs", len(results))
         g.entry_param_modes = [
-            _mode(a.get("mhlo.layout_mode"), module_params, i, v, f"{where}: parameter {i}")
+            _mode(a.get("mhlo.layout_mode"), module_params, i, v, where, f"parameter {i}")
             for i, (a, v) in enumerate(zip(arg_attrs, params))
         ]
         g.entry_result_modes = [
-            _mode(a.get("mhlo.layout_mode"), module_result, i, v, f"{where}: result {i}")
+            _mode(a.get("mhlo.layout_mode"), module_result, i, v, where, f"result {i}")
             for i, (a, v) in enumerate(zip(res_attrs, results))
         ]
         for i, a in enumerate(arg_attrs):
@@ -533,7 +545,8 @@ def _module_layouts(module: ir.Operation, key: str) -> list[Any] | None:
     return [conv(a) for a in ir.ArrayAttr(attrs[key])]
 
 
-def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, where: str) -> L.Layout | str | None:
+def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, where: str,
+          what: str) -> L.Layout | str | None:
     """An entry parameter/result: a pinned layout, "auto", or None (unstated)."""
     if text is None:
         if module_layouts is not None and i < len(module_layouts) and not isinstance(module_layouts[i], list):
@@ -548,12 +561,12 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     try:
         lay = L.parse_layout(text)
     except ValueError as e:
-        raise PassError(f'mhlo.layout_mode = "{text}" is not a layout: {e}', where) from None
+        raise PassError(f'{what}: mhlo.layout_mode = "{text}" is not a layout: {e}', where) from None
     if not v.is_array:
         return None
     if not L.is_permutation(lay, v.rank):
         raise PassError(
-            f'mhlo.layout_mode = "{text}" is not a permutation of the {v.rank} dimensions of '
+            f'{what}: mhlo.layout_mode = "{text}" is not a permutation of the {v.rank} dimensions of '
             f"{L.ArrayShape(v.element, v.dims)}",
             where,
         )

@@ -75,6 +75,8 @@ class Assignment:
     entry_params: list[L.Layout | None]
     entry_results: list[L.Layout | None]
     rounds: int
+    target: "Target"
+    entry_mode: str
     trace: list[TraceEvent] | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -845,7 +847,7 @@ class Engine:
             else:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
-                          entry_params, entry_results, rounds, self.trace)
+                          entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace)
 
 
 def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:
