@@ -1,7 +1,9 @@
 """The ``stablehlo-layout`` command (mirrors ``mlir-opt`` habits).
 
-    stablehlo-layout assign [--target T] [--entry-layouts default|free]
-                            [--mlir-print-debuginfo] [-o OUT] INPUT
+    stablehlo-layout assign  [--target T] [--entry-layouts default|free]
+                             [--mlir-print-debuginfo] [-o OUT] INPUT
+    stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
+    stablehlo-layout trace   [same options] INPUT
 
 Bad input ends with one ``file:line:col: error: reason`` line on stderr and
 exit code 1; the input file is never written, and ``-o`` is written
@@ -28,18 +30,28 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(1)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="stablehlo-layout", description="XLA-faithful layout assignment for StableHLO.")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    a = sub.add_parser("assign", help="assign layouts and insert copies; print the module")
+def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("input", metavar="INPUT",
                    help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin")
     a.add_argument("--target", default="generic",
                    help=f"backend rules: {', '.join(TARGETS)} (default: generic)")
     a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
-    a.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="stablehlo-layout", description="XLA-faithful layout assignment for StableHLO.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    a = sub.add_parser("assign", help="assign layouts and insert copies; print the module")
+    _common(a)
+    a.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
+    e = sub.add_parser("explain", help="explain every copy the pass inserts: where, why, cost, fix")
+    _common(e)
+    e.add_argument("--json", action="store_true", help=f"machine-readable output (schema {'stablehlo-layout.explain/1'})")
+    e.add_argument("--no-fixes", action="store_true", help="skip the what-if reruns that find fixes")
+    t = sub.add_parser("trace", help="print every worklist pop in order")
+    _common(t)
     return p
 
 
@@ -69,11 +81,7 @@ def _assign(args: argparse.Namespace) -> int:
     result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
-    text = mlir.print_module(module, debuginfo=args.mlir_print_debuginfo)
-    if args.output == "-":
-        sys.stdout.write(text)
-    else:
-        _write_atomically(args.output, text)
+    _emit(args, mlir.print_module(module, debuginfo=args.mlir_print_debuginfo))
     return 0
 
 
@@ -97,11 +105,65 @@ def render_pass_error(path: str, e: PassError) -> str:
     return f"{shown}: error: {msg}"
 
 
+def _analysis(args: argparse.Namespace, trace: bool):
+    from . import mlir
+    from .assignment import analyze
+    from .targets import get_target
+
+    target, warning = get_target(args.target)
+    ctx = mlir.make_context()
+    module = mlir.read_input(args.input, ctx)
+    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace)
+    for note in filter(None, [warning, *notes]):
+        print(note, file=sys.stderr)
+    return assignment
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
+    if args.output == "-":
+        sys.stdout.write(text)
+    else:
+        _write_atomically(args.output, text)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import json
+
+    from .explain import explain
+
+    report = explain(_analysis(args, trace=False), fixes=not args.no_fixes)
+    path = "<stdin>" if args.input == "-" else args.input
+    if args.json:
+        data = report.to_json()
+        data["input"] = path
+        _emit(args, json.dumps(data, indent=2) + "\n")
+    else:
+        _emit(args, _with_path(report.render(), path))
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from .explain import render_trace
+
+    path = "<stdin>" if args.input == "-" else args.input
+    _emit(args, _with_path(render_trace(_analysis(args, trace=True)), path))
+    return 0
+
+
+def _with_path(text: str, path: str) -> str:
+    """Locations from a parsed buffer read "-:line:col"; show the input's name instead."""
+    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"{path}:{m.group(1)}:{m.group(2)}", text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "assign":
             return _assign(args)
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "trace":
+            return _trace(args)
     except InputError as e:
         print(str(e), file=sys.stderr)
         return 1

@@ -123,3 +123,19 @@ class Graph:
     def describe(self, iid: int) -> str:
         ins = self.instrs[iid]
         return f"{ins.op} at {ins.loc}" if ins.loc else ins.op
+
+    def value_name(self, vid: int) -> str:
+        """A short name for a value: the parameter, or the producing op's location."""
+        v = self.values[vid]
+        ins = self.instrs[v.producer]
+        if ins.op == "parameter":
+            return f"{self.comps[ins.comp].name}.arg{ins.attrs['number']}"
+        base = ins.loc or ins.op
+        return base if len(ins.results) == 1 else f"{base}#{v.index}"
+
+    def use_name(self, iid: int, operand: int) -> str:
+        """A short name for a use: ``<consumer>#<operand>`` or ``<function>.result<i>``."""
+        ins = self.instrs[iid]
+        if ins.op == "root":
+            return f"{self.comps[ins.comp].name}.result{operand}"
+        return f"{ins.loc or ins.op}#{operand}"

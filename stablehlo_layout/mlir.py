@@ -521,7 +521,81 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
     except Exception as error:  # XLA raises JaxRuntimeError with a status text
         raise InputError(path, f"HLO to StableHLO conversion failed: {_status_text(error)}") from None
     locate = _hlo_locator(prepared)
-    return _verified(_parse(bytecode, path, ctx, locate), path, locate)
+    module = _verified(_parse(bytecode, path, ctx, locate), path, locate)
+    _restore_entry_layout_modes(module, text, path)
+    return module
+
+
+def _entry_computation_layout(text: str) -> str | None:
+    """The text inside ``entry_computation_layout={...}`` on the HloModule line."""
+    header = text[: text.find("\n")] if "\n" in text else text
+    start = header.find("entry_computation_layout={")
+    if start < 0:
+        return None
+    i = start + len("entry_computation_layout={")
+    depth = 1
+    for j in range(i, len(header)):
+        if header[j] == "{":
+            depth += 1
+        elif header[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return header[i:j]
+    return None
+
+
+def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None:
+    """Say on @main which entry layouts the HLO module set and which it left open.
+
+    XLA's converter writes entry layouts only as module attributes, and only
+    when some are non-default; a layout the HLO left unset (JAX's
+    ``Layout.AUTO``) comes back looking like the default.  The HLO header
+    still knows: a leaf with ``{...}`` is set, one without is free.
+    """
+    from .layout import ArrayShape, TupleShape, format_layout, parse_shape
+
+    body = _entry_computation_layout(text)
+    if body is None or "->" not in body:
+        return
+    body = re.sub(r"/\*.*?\*/", "", body)  # XLA marks every fifth entry: /*index=5*/
+    depth = 0
+    split = -1
+    for k, ch in enumerate(body):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "-" and depth == 0 and body[k:k + 2] == "->":
+            split = k
+            break
+    try:
+        params = parse_shape(body[:split])
+        result = parse_shape(body[split + 2:])
+    except ValueError as error:
+        raise InputError(path, f"cannot read entry_computation_layout: {error}", 1) from None
+    param_shapes = params.elements if isinstance(params, TupleShape) else (params,)
+    result_shapes = result.elements if isinstance(result, TupleShape) else (result,)
+    main = next((f for f in module.body.operations if f.operation.name == "func.func"
+                 and ir.StringAttr(f.attributes["sym_name"]).value == "main"), None)
+    if main is None:
+        return
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    with module.context:
+        for key, shapes, count in (("arg_attrs", param_shapes, len(ftype.inputs)),
+                                   ("res_attrs", result_shapes, len(ftype.results))):
+            if len(shapes) != count:
+                continue  # tuple-shaped entry: the converter flattened it differently
+            existing = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
+            entries = []
+            for i, shape in enumerate(shapes):
+                d = ir.DictAttr(existing[i]) if i < len(existing) else ir.DictAttr.get({})
+                values = {d[k].name: d[k].attr for k in range(len(d))}
+                # A scalar prints no layout whether or not one was set.
+                if isinstance(shape, ArrayShape) and shape.dims:
+                    mode = "auto" if shape.layout is None else format_layout(shape.layout)
+                    values["mhlo.layout_mode"] = ir.StringAttr.get(mode)
+                entries.append(ir.DictAttr.get(values))
+            main.attributes[key] = ir.ArrayAttr.get(entries)
 
 
 def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:

@@ -63,6 +63,20 @@ class CopyEdge:
 
 
 @dataclass
+class CopyGroup:
+    """One copy to make: a value, the layout it is copied to, and the edges it serves.
+
+    Consumers of the same value that need the same layout in the same function
+    body share one copy (XLA makes one per use and leaves merging to CSE).
+    """
+
+    value: int
+    dst: L.Layout
+    scope: str
+    edges: list[CopyEdge]
+
+
+@dataclass
 class Assignment:
     """The engine's answer, as plain data."""
 
@@ -336,8 +350,8 @@ class Engine:
     def _drain(self, work: deque[Constraint], popped: Constraint | None) -> None:
         if self.trace is not None and popped is not None:
             # Constraints change in place later; the trace keeps them as they were.
-            self.trace.append(TraceEvent(self.round, self.comp, copy.copy(popped),
-                                         [copy.copy(c) for c in self.added]))
+            self.trace.append(TraceEvent(self.round, self.comp, _snapshot(popped),
+                                         [_snapshot(c) for c in self.added]))
         for c in self.added:
             if c.dfs:
                 work.appendleft(c)
@@ -848,6 +862,31 @@ class Engine:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace)
+
+
+def _snapshot(c: Constraint) -> Constraint:
+    snap = copy.copy(c)
+    if isinstance(snap, BufferConstraint):
+        snap.history = list(snap.history)
+    return snap
+
+
+def copy_groups(a: Assignment) -> list[CopyGroup]:
+    """The copies to insert, outer computations first, in a stable order."""
+    g = a.graph
+    groups: dict[tuple[int, L.Layout, str], list[CopyEdge]] = {}
+    for e in a.copies:
+        groups.setdefault((e.value, e.dst, g.instrs[e.consumer].scope), []).append(e)
+
+    def depth(vid: int) -> int:
+        d, c = 0, g.comps[g.instrs[g.values[vid].producer].comp]
+        while c.caller is not None:
+            d += 1
+            c = g.comps[g.instrs[c.caller].comp]
+        return d
+
+    ordered = sorted(groups.items(), key=lambda kv: (depth(kv[0][0]), kv[0][0], kv[0][2], kv[0][1]))
+    return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope), edges in ordered]
 
 
 def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:

@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from . import layout as L
 from .graph import ARRAY, TOKEN, Graph, Value
 from .importer import Handles
-from .propagation import Assignment, CopyEdge
+from .propagation import Assignment, CopyEdge, copy_groups
 
 
 @dataclass
@@ -63,21 +63,6 @@ def shape_text(v: Value, lay: L.Layout | None, g: Graph | None = None,
     return "()"
 
 
-def _value_name(g: Graph, v: Value) -> str:
-    ins = g.instrs[v.producer]
-    if ins.op == "parameter":
-        return f"{g.comps[ins.comp].name}.arg{ins.attrs['number']}"
-    base = ins.loc or ins.op
-    return base if len(ins.results) == 1 else f"{base}#{v.index}"
-
-
-def _consumer_name(g: Graph, e: CopyEdge) -> str:
-    ins = g.instrs[e.consumer]
-    if ins.op == "root":
-        return f"{g.comps[ins.comp].name}.result{e.operand}"
-    return f"{ins.loc or ins.op}#{e.operand}"
-
-
 def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list[InsertedCopy]:
     g = a.graph
     cache = _Attrs()
@@ -106,30 +91,16 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
             attrs["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
 
 
-def _depth(g: Graph, comp: int) -> int:
-    d = 0
-    c = g.comps[comp]
-    while c.caller is not None:
-        d += 1
-        c = g.comps[g.instrs[c.caller].comp]
-    return d
-
-
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
-    # One copy per (value, layout) in each function body that needs it.
-    groups: dict[tuple[int, L.Layout, str], list[CopyEdge]] = defaultdict(list)
-    for e in a.copies:
-        groups[(e.value, e.dst, g.instrs[e.consumer].scope)].append(e)
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
     current: dict[int, ir.Value] = {}
-    ordered = sorted(groups.items(), key=lambda kv: (
-        _depth(g, g.instrs[g.values[kv[0][0]].producer].comp), kv[0][0], kv[0][2]))
     made: list[InsertedCopy] = []
-    for (vid, dst, scope), edges in ordered:
+    for group in copy_groups(a):
+        vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
         v = g.values[vid]
         source = _visible(g, h, current, v, scope)
-        name = f"layout_copy({_value_name(g, v)} -> {_consumer_name(g, edges[0])})"
+        name = f"layout_copy({g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         loc = ir.Location.name(name, childLoc=child)

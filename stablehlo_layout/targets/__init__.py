@@ -6,9 +6,9 @@ from ..errors import PassError
 from .base import Target
 from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
+from .xla_gpu import XlaGpuTarget
 
-# Names the CLI and the pass accept.  The GPU hooks are not written yet;
-# until they are, that name runs the generic rules and says so.
+# Names the CLI and the pass accept.
 TARGET_NAMES = ("generic", "xla-cpu", "xla-gpu")
 
 
@@ -19,10 +19,8 @@ def get_target(name: str) -> tuple[Target, str | None]:
     if name == "xla-cpu":
         return XlaCpuTarget(), None
     if name == "xla-gpu":
-        return GenericTarget(name), (
-            f"warning: target {name} has no backend hooks yet; running the generic rules"
-        )
+        return XlaGpuTarget(), None
     raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)})")
 
 
-__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "get_target", "TARGET_NAMES"]
+__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES"]

@@ -1,0 +1,626 @@
+"""Why is there a copy?  Reports built from the provenance every constraint keeps.
+
+For each copy: where it sits, the chain of constraints that made the consumer
+want its layout, the chain that gave the producer its own, which rule of the
+priority arithmetic settled the clash, what the copy costs, and the smallest
+entry-layout change that removes it — checked by running the pass again.
+
+Everything here works on plain data (``Graph``, ``Assignment``); rendering is
+separate from building, and the JSON form is versioned (``SCHEMA``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import layout as L
+from .constraints import BufferConstraint, Constraint, OperandConstraint, ResultConstraint
+from .graph import Graph, Value
+from .propagation import Assignment, CopyGroup, Engine, copy_groups
+
+SCHEMA = "stablehlo-layout.explain/1"
+
+# Human wording for the rules that start or carry a chain.
+RULE_TEXT = {
+    "entry-parameter": "entry parameter layout (pinned)",
+    "entry-result": "entry result layout",
+    "computation-parameter": "parameter layout recorded for this computation",
+    "computation-result": "result layout recorded for this computation",
+    "default-layout": "default layout: nothing else asked for one",
+    "consumer-demand": "a consumer asked its producer for this layout",
+    "producer-layout": "the producer's layout offered to its consumer",
+    "same-layout-operand": "the op cannot change layout: same-rank operands follow its result",
+    "same-layout-sibling": "the op cannot change layout: its operands share one layout",
+    "same-layout-result": "the op cannot change layout: its result follows its operand",
+    "transpose-bitcast": "the layout that makes the transpose a bitcast",
+    "reshape-bitcast": "the layout that makes the reshape a bitcast",
+    "broadcast-operand": "the broadcast's output layout restricted to the broadcast dimensions",
+    "custom-call-layout": "layout-constrained custom call",
+    "custom-call-alias": "a custom call output aliases this operand",
+    "call-interface": "the callee's recorded interface",
+    "while-interface": "the loop's body and condition agree on one layout per carried value",
+    "while-back-edge": "the loop body's result nudges the body parameter it feeds",
+    "branch-interface": "conditional branches agree on their results",
+    "branch-result-agreement": "this branch must return the layout the other branch chose",
+    "region-interface": "a region reads an outer value in its parameter's layout",
+    "infeed-layout": "the layout the infeed carries",
+    "send-operand": "send transfers a default-layout copy",
+    "channel-layout": "all-reduces on one channel agree on a layout",
+    "unknown-op-default": "op unknown to the rules: pinned to the default layout",
+    "bitcast-convert-rank-change": "a rank-changing bitcast-convert splits the minor dimension",
+    "all-reduce-operand": "an all-reduce result follows its operand",
+}
+
+
+def rule_text(rule: str) -> str:
+    if rule in RULE_TEXT:
+        return RULE_TEXT[rule]
+    if rule.startswith("target:"):
+        return f"backend rule {rule[7:]}"
+    return rule
+
+
+@dataclass
+class Link:
+    """One constraint in a chain, as a reader sees it."""
+
+    kind: str  # "buffer" | "operand" | "result"
+    subject: str
+    layout: str
+    rule: str
+    priority: int
+    mandatory: bool
+    round: int
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "subject": self.subject, "layout": self.layout, "rule": self.rule,
+                "why": rule_text(self.rule), "priority": self.priority, "mandatory": self.mandatory,
+                "round": self.round, "note": self.note}
+
+
+@dataclass
+class Fix:
+    """An entry-layout change and what it did when the pass was run again."""
+
+    change: str  # "auto-parameter" | "auto-result" | "pin-parameter" | "pin-result"
+    index: int
+    description: str
+    removes: bool
+    copies_delta: int
+    bytes_delta: int
+    new_layout: L.Layout | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"change": self.change, "index": self.index, "description": self.description,
+                "removes_copy": self.removes, "copies_delta": self.copies_delta,
+                "bytes_delta": self.bytes_delta,
+                "new_layout": L.format_layout(self.new_layout) if self.new_layout is not None else None}
+
+
+@dataclass
+class CopyReport:
+    """Everything known about one inserted copy."""
+
+    index: int
+    shape: str
+    src: L.Layout
+    dst: L.Layout
+    producer: dict[str, Any]
+    consumers: list[dict[str, Any]]
+    bytes: int
+    loop_trips: list[int | None]  # one entry per enclosing loop, innermost first
+    consumer_chain: list[Link]
+    producer_chain: list[Link]
+    verdict: str
+    reason: str
+    fix: Fix | None
+    fix_note: str = ""
+
+    @property
+    def in_loop(self) -> bool:
+        return bool(self.loop_trips)
+
+    @property
+    def total_bytes(self) -> int | None:
+        """Bytes moved per execution of the whole program, None when a trip count is unknown."""
+        if any(t is None for t in self.loop_trips):
+            return None
+        return self.bytes * math.prod(t for t in self.loop_trips if t is not None)
+
+    def explain(self) -> str:
+        return render_copy(self)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "shape": self.shape,
+            "from": {"minor_to_major": L.format_layout(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
+            "to": {"minor_to_major": L.format_layout(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
+            "producer": self.producer, "consumers": self.consumers,
+            "cost": {"bytes_per_copy": self.bytes, "in_loop": self.in_loop,
+                     "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes},
+            "consumer_chain": [x.to_json() for x in self.consumer_chain],
+            "producer_chain": [x.to_json() for x in self.producer_chain],
+            "verdict": self.verdict, "reason": self.reason,
+            "fix": self.fix.to_json() if self.fix else None, "fix_note": self.fix_note,
+        }
+
+
+@dataclass
+class ParameterCost:
+    index: int
+    layout: L.Layout | None
+    pinned: bool
+    copies_if_free: int | None  # change in copy count when left unpinned
+    bytes_if_free: int | None
+
+
+@dataclass
+class Explanation:
+    target: str
+    entry_layouts: str
+    copies: list[CopyReport]
+    parameters: list[ParameterCost]
+    by_reason: dict[str, tuple[int, int]] = field(default_factory=dict)  # reason -> (count, bytes)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(c.bytes for c in self.copies)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "target": self.target, "entry_layouts": self.entry_layouts,
+            "copies": [c.to_json() for c in self.copies],
+            "summary": {
+                "copies": len(self.copies), "bytes": self.total_bytes,
+                "by_reason": [{"reason": r, "why": rule_text(r), "copies": n, "bytes": b}
+                              for r, (n, b) in sorted(self.by_reason.items())],
+                "parameters": [{"index": p.index,
+                                "layout": L.format_layout(p.layout) if p.layout is not None else None,
+                                "pinned": p.pinned, "copies_delta_if_free": p.copies_if_free,
+                                "bytes_delta_if_free": p.bytes_if_free} for p in self.parameters],
+            },
+        }
+
+    def render(self) -> str:
+        parts = [render_copy(c) for c in self.copies]
+        parts.append(render_summary(self))
+        return "\n\n".join(parts) + "\n"
+
+
+# --- describing graph objects ------------------------------------------------
+
+
+def value_bytes(v: Value) -> int:
+    if not v.is_array or any(d is None for d in v.dims):
+        return 0
+    return math.prod(v.dims) * L.element_bytes(v.element)  # type: ignore[arg-type]
+
+
+def describe_value(g: Graph, vid: int) -> str:
+    v = g.values[vid]
+    ins = g.instrs[v.producer]
+    if ins.op == "parameter":
+        comp = g.comps[ins.comp]
+        if comp.is_entry:
+            return f"parameter {ins.attrs['number']} of @{comp.name}"
+        return f"parameter {ins.attrs['number']} of {comp.name}"
+    where = f" at {ins.loc}" if ins.loc else ""
+    index = f" #{v.index}" if len(ins.results) > 1 else ""
+    return f"result{index} of {ins.op}{where}"
+
+
+def describe_use(g: Graph, iid: int, operand: int) -> str:
+    ins = g.instrs[iid]
+    if ins.op == "root":
+        comp = g.comps[ins.comp]
+        return f"result {operand} of @{comp.name}" if comp.is_entry else f"result {operand} of {comp.name}"
+    where = f" at {ins.loc}" if ins.loc else ""
+    if operand >= len(ins.operands):
+        return f"a value read inside a region of {ins.op}{where}"
+    return f"operand {operand} of {ins.op}{where}"
+
+
+def link_of(g: Graph, c: Constraint) -> Link:
+    if isinstance(c, BufferConstraint):
+        subject = describe_value(g, c.buffer)
+        layout = L.format_layout(c.layout)
+        kind = "buffer"
+    elif isinstance(c, OperandConstraint):
+        subject = describe_use(g, c.instr, c.operand)
+        layout = L.format_layout(c.layout)
+        kind = "operand"
+    else:
+        assert isinstance(c, ResultConstraint)
+        comp = g.comps[c.comp]
+        subject = f"results of @{comp.name}" if comp.is_entry else f"results of {comp.name}"
+        layout = ", ".join(L.format_layout(x) if x is not None else "free" for x in c.layouts)
+        kind = "result"
+    note = c.origin.note
+    if c.origin.instr is not None and c.origin.rule not in ("default-layout", "entry-parameter", "consumer-demand"):
+        via = g.instrs[c.origin.instr]
+        if via.op not in ("parameter", "root") and not note:
+            note = f"via {via.op}" + (f" at {via.loc}" if via.loc else "")
+    return Link(kind, subject, layout, c.origin.rule, c.priority, c.mandatory, c.round, note)
+
+
+def chain(g: Graph, c: Constraint | None) -> list[Link]:
+    """The constraint and its ancestors, from ``c`` back to the source."""
+    out: list[Link] = []
+    node = c
+    while node is not None and len(out) < 200:
+        out.append(link_of(g, node))
+        node = node.origin.parent
+    return out
+
+
+def source_rule(c: Constraint | None) -> str:
+    node = c
+    while node is not None and node.origin.parent is not None:
+        node = node.origin.parent
+    return node.origin.rule if node is not None else "unknown"
+
+
+# --- loops -------------------------------------------------------------------
+
+
+def _constant(g: Graph, vid: int) -> int | None:
+    v = g.values[vid]
+    ins = g.instrs[v.producer]
+    if ins.op == "parameter" and "capture" in ins.attrs:
+        return _constant(g, ins.attrs["capture"])
+    return ins.attrs.get("scalar")
+
+
+def trip_count(g: Graph, while_iid: int) -> int | None:
+    """The trip count of a counted loop (``i = c0; while i < n: i += step``), if static."""
+    ins = g.instrs[while_iid]
+    if len(ins.callees) != 2:
+        return None
+    cond, body = (g.comps[c] for c in ins.callees)
+    root = g.instrs[cond.root]
+    if not root.operands:
+        return None
+    cmp = g.instrs[g.values[root.operands[0]].producer]
+    direction = cmp.attrs.get("direction")
+    if direction is None or len(cmp.operands) != 2:
+        return None
+    lhs, rhs = cmp.operands
+    param_ids = [g.instrs[p].results[0] for p in cond.params]
+    if lhs in param_ids and _constant(g, rhs) is not None:
+        k, bound = param_ids.index(lhs), _constant(g, rhs)
+    elif rhs in param_ids and _constant(g, lhs) is not None:
+        k, bound = param_ids.index(rhs), _constant(g, lhs)
+        direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
+    else:
+        return None
+    if k >= len(ins.operands):
+        return None
+    start = _constant(g, ins.operands[k])
+    body_root = g.instrs[body.root]
+    if start is None or k >= len(body_root.operands):
+        return None
+    step_op = g.instrs[g.values[body_root.operands[k]].producer]
+    body_param = g.instrs[body.params[k]].results[0] if k < len(body.params) else -1
+    if not step_op.op.endswith(".add") or body_param not in step_op.operands:
+        return None
+    other = [o for o in step_op.operands if o != body_param]
+    step = _constant(g, other[0]) if other else None
+    if not step:
+        return None
+    span = {"LT": bound - start, "LE": bound - start + 1, "GT": start - bound,
+            "GE": start - bound + 1, "NE": bound - start}.get(direction)
+    if span is None:
+        return None
+    step = abs(step) if direction in ("GT", "GE") else step
+    if step <= 0:
+        return None
+    return max(0, -(-span // step))
+
+
+def loop_trips(g: Graph, iid: int) -> list[int | None]:
+    """Trip counts of the loops around instruction ``iid``, innermost first."""
+    trips: list[int | None] = []
+    comp = g.comps[g.instrs[iid].comp]
+    while comp.caller is not None:
+        caller = g.instrs[comp.caller]
+        if comp.kind in ("body", "cond"):
+            trips.append(trip_count(g, caller.id))
+        comp = g.comps[caller.comp]
+    return trips
+
+
+# --- the verdict -------------------------------------------------------------
+
+
+def verdict(a: Assignment, group: CopyGroup) -> str:
+    """Which rule of XLA's priority arithmetic let the producer keep its layout."""
+    g = a.graph
+    v = g.values[group.value]
+    producer = a.buffer_constraints.get(v.buffer)
+    demand = group.edges[0].demand
+    if isinstance(demand, ResultConstraint):
+        return ("a result layout is a soft demand: XLA does not force the producer, it enforces the "
+                "layout with a copy at the return")
+    if producer is None or demand is None:
+        return "the producer's layout was decided first"
+    if producer.mandatory and demand.priority <= producer.priority:
+        return (f"the producer's layout is mandatory at priority {producer.priority}; the consumer's "
+                f"request reached it as a non-mandatory one at priority {demand.priority}, and a "
+                "non-mandatory request needs strictly higher priority")
+    if demand.priority <= producer.priority:
+        return (f"both at priority {producer.priority}: a buffer keeps the layout it was given first "
+                "(a non-mandatory request needs strictly higher priority), so the consumer "
+                "keeps its demand and gets a copy")
+    if len(producer.history) >= 2:
+        return "the producer's layout had already changed twice; XLA refuses a third change"
+    return ("a mandatory constraint on the producer came after the consumer's request "
+            "(among mandatory constraints the last one wins)")
+
+
+# --- fixes -------------------------------------------------------------------
+
+
+def rerun(a: Assignment, params: list[Any], results: list[Any]) -> Assignment:
+    """The pass again on the same graph with other entry layouts."""
+    g = a.graph
+    saved = g.entry_param_modes, g.entry_result_modes
+    g.entry_param_modes, g.entry_result_modes = params, results
+    try:
+        return Engine(g, a.target, a.entry_mode).run()
+    finally:
+        g.entry_param_modes, g.entry_result_modes = saved
+
+
+def _copy_bytes(a: Assignment) -> tuple[int, int]:
+    groups = copy_groups(a)
+    return len(groups), sum(value_bytes(a.graph.values[c.value]) for c in groups)
+
+
+def _edges(a: Assignment) -> set[tuple[int, int]]:
+    return {(e.consumer, e.operand) for e in a.copies}
+
+
+class _Fixer:
+    """Tries entry-layout changes and caches the reruns they need."""
+
+    def __init__(self, a: Assignment) -> None:
+        self.a = a
+        self.base = _copy_bytes(a)
+        self.cache: dict[tuple[str, int], Assignment] = {}
+
+    def _pinned(self, modes: list[Any], i: int) -> bool:
+        mode = modes[i]
+        if isinstance(mode, tuple):
+            return True
+        return mode is None and self.a.entry_mode == "default"
+
+    def candidates(self, group: CopyGroup) -> list[tuple[str, int, Any]]:
+        g = self.a.graph
+        out: list[tuple[str, int, Any]] = []
+        producer = self.a.buffer_constraints.get(g.values[group.value].buffer)
+        for node in _ancestry(producer):
+            if node.origin.rule == "entry-parameter" and isinstance(node, BufferConstraint):
+                i = g.instrs[g.values[node.buffer].producer].attrs["number"]
+                if self._pinned(g.entry_param_modes, i):
+                    out.append(("auto-parameter", i, "auto"))
+                    out.append(("pin-parameter", i, group.dst))
+        for node in _ancestry(group.edges[0].demand):
+            if node.origin.rule == "entry-result":
+                for e in group.edges:
+                    root = g.instrs[e.consumer]
+                    if root.op == "root" and g.comps[root.comp].is_entry:
+                        if self._pinned(g.entry_result_modes, e.operand):
+                            out.append(("auto-result", e.operand, "auto"))
+                            out.append(("pin-result", e.operand, group.src))
+                for i, mode in enumerate(g.entry_result_modes):
+                    if self._pinned(g.entry_result_modes, i) and ("auto-result", i, "auto") not in out:
+                        out.append(("auto-result", i, "auto"))
+        seen: set[tuple[str, int]] = set()
+        unique = []
+        for c in out:
+            if (c[0], c[1]) not in seen:
+                seen.add((c[0], c[1]))
+                unique.append(c)
+        return unique
+
+    def run(self, change: str, i: int, mode: Any) -> Assignment:
+        key = (change, i)
+        if key not in self.cache:
+            g = self.a.graph
+            params, results = list(g.entry_param_modes), list(g.entry_result_modes)
+            (params if change.endswith("parameter") else results)[i] = mode
+            self.cache[key] = rerun(self.a, params, results)
+        return self.cache[key]
+
+    def best(self, group: CopyGroup) -> tuple[Fix | None, str]:
+        g = self.a.graph
+        edges = {(e.consumer, e.operand) for e in group.edges}
+        found: list[Fix] = []
+        for change, i, mode in self.candidates(group):
+            b = self.run(change, i, mode)
+            removes = not (edges & _edges(b))
+            count, nbytes = _copy_bytes(b)
+            if change.endswith("parameter"):
+                new_layout = b.entry_params[i]
+            else:
+                new_layout = b.entry_results[i]
+            found.append(Fix(change, i, _fix_text(change, i, mode), removes,
+                             count - self.base[0], nbytes - self.base[1], new_layout))
+        good = [f for f in found if f.removes]
+        if not good:
+            if not found:
+                return None, ("no entry-layout change reaches this copy: both layouts come from inside the "
+                              "program (see the chains)")
+            return None, "no single entry-layout change removes this copy"
+        # Fewest copies overall, then fewest bytes, then the simplest change ("auto" first).
+        good.sort(key=lambda f: (f.copies_delta, f.bytes_delta, not f.change.startswith("auto")))
+        return good[0], ""
+
+
+def _fix_text(change: str, i: int, mode: Any) -> str:
+    what = "parameter" if change.endswith("parameter") else "result"
+    if change.startswith("auto"):
+        return f'leave {what} {i} unpinned (mhlo.layout_mode = "auto")'
+    return f'pin {what} {i} to {L.format_layout(mode)} (mhlo.layout_mode = "{L.format_layout(mode)}")'
+
+
+def _ancestry(c: Constraint | None):
+    node = c
+    while node is not None:
+        yield node
+        node = node.origin.parent
+
+
+# --- building ----------------------------------------------------------------
+
+
+def explain(a: Assignment, fixes: bool = True) -> Explanation:
+    g = a.graph
+    fixer = _Fixer(a)
+    reports: list[CopyReport] = []
+    for n, group in enumerate(copy_groups(a), 1):
+        v = g.values[group.value]
+        demand = group.edges[0].demand
+        producer_c = a.buffer_constraints.get(v.buffer)
+        fix, note = fixer.best(group) if fixes else (None, "")
+        reports.append(CopyReport(
+            index=n,
+            shape=str(L.ArrayShape(v.element, v.dims)),
+            src=a.layouts[v.id] or (),
+            dst=group.dst,
+            producer={"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
+                      "location": g.instrs[v.producer].loc, "result": v.index, "name": g.value_name(v.id)},
+            consumers=[{"use": describe_use(g, e.consumer, e.operand), "op": g.instrs[e.consumer].op,
+                        "location": g.instrs[e.consumer].loc, "operand": e.operand,
+                        "name": g.use_name(e.consumer, e.operand)} for e in group.edges],
+            bytes=value_bytes(v),
+            loop_trips=loop_trips(g, group.edges[0].consumer),
+            consumer_chain=chain(g, demand),
+            producer_chain=chain(g, producer_c),
+            verdict=verdict(a, group),
+            reason=source_rule(demand),
+            fix=fix,
+            fix_note=note,
+        ))
+    by_reason: dict[str, tuple[int, int]] = {}
+    for r in reports:
+        n, b = by_reason.get(r.reason, (0, 0))
+        by_reason[r.reason] = (n + 1, b + r.bytes)
+    return Explanation(a.target.name, a.entry_mode, reports, _parameter_costs(a, fixer), by_reason)
+
+
+def _parameter_costs(a: Assignment, fixer: _Fixer) -> list[ParameterCost]:
+    g = a.graph
+    out = []
+    for i, lay in enumerate(a.entry_params):
+        v = g.values[g.instrs[g.comps[g.entry].params[i]].results[0]]  # type: ignore[index]
+        pinned = v.is_array and fixer._pinned(g.entry_param_modes, i)
+        if pinned and v.rank > 1:
+            b = fixer.run("auto-parameter", i, "auto")
+            count, nbytes = _copy_bytes(b)
+            out.append(ParameterCost(i, lay, True, count - fixer.base[0], nbytes - fixer.base[1]))
+        else:
+            out.append(ParameterCost(i, lay, pinned, None, None))
+    return out
+
+
+# --- rendering -----------------------------------------------------------------
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % (size // 1024 or 1) == 0:
+            value = n / size
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+def _layouts(lay: L.Layout) -> str:
+    return f"{L.format_layout(lay)} (jax major_to_minor {tuple(L.to_major_to_minor(lay))})"
+
+
+def _render_link(link: Link, first: bool) -> str:
+    flags = ("mandatory" if link.mandatory else "derived") + f", priority {link.priority}, round {link.round}"
+    arrow = "  " if first else "<-"
+    note = f"; {link.note}" if link.note else ""
+    return f"    {arrow} {link.subject} = {link.layout}  [{rule_text(link.rule)}; {flags}{note}]"
+
+
+def render_copy(r: CopyReport) -> str:
+    lines = [f"copy #{r.index}: {r.shape} {L.format_layout(r.src)} -> {L.format_layout(r.dst)}"]
+    lines.append(f"  layouts: {_layouts(r.src)} -> {_layouts(r.dst)}")
+    lines.append(f"  producer: {r.producer['value']}")
+    for c in r.consumers:
+        lines.append(f"  consumer: {c['use']}")
+    if r.in_loop:
+        if r.total_bytes is None:
+            lines.append(f"  cost: {_fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
+        else:
+            trips = " x ".join(str(t) for t in r.loop_trips)
+            lines.append(f"  cost: {_fmt_bytes(r.bytes)} per iteration x {trips} iterations = "
+                         f"{_fmt_bytes(r.total_bytes)} per execution")
+    else:
+        lines.append(f"  cost: {_fmt_bytes(r.bytes)} per execution")
+    lines.append(f"  the consumer wants {L.format_layout(r.dst)} because:")
+    lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.consumer_chain))
+    lines.append(f"  the producer has {L.format_layout(r.src)} because:")
+    lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.producer_chain))
+    lines.append(f"  why the producer kept its layout: {r.verdict}")
+    if r.fix is not None:
+        f = r.fix
+        gain = f"{f.copies_delta:+d} cop{'y' if abs(f.copies_delta) == 1 else 'ies'}, {f.bytes_delta:+d} B"
+        took = f"; the {'parameter' if f.change.endswith('parameter') else 'result'} would take " \
+               f"{L.format_layout(f.new_layout)}" if f.new_layout is not None else ""
+        lines.append(f"  fix: {f.description}: {gain} overall{took} (checked by running the pass again)")
+    elif r.fix_note:
+        lines.append(f"  fix: {r.fix_note}")
+    return "\n".join(lines)
+
+
+def render_summary(e: Explanation) -> str:
+    lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, "
+             f"{_fmt_bytes(e.total_bytes)} per copy pass (target {e.target}, entry layouts {e.entry_layouts})"]
+    for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
+        lines.append(f"  {n} x {rule_text(reason)} ({reason}): {_fmt_bytes(b)}")
+    for p in e.parameters:
+        lay = L.format_layout(p.layout) if p.layout is not None else "-"
+        if p.copies_if_free is None:
+            state = "pinned" if p.pinned else "free"
+            lines.append(f"  parameter {p.index} {lay}: {state}")
+        elif p.copies_if_free < 0 or p.bytes_if_free:
+            lines.append(f"  parameter {p.index} {lay}: pinned; unpinning it changes copies by "
+                         f"{p.copies_if_free:+d} ({p.bytes_if_free:+d} B)")
+        else:
+            lines.append(f"  parameter {p.index} {lay}: pinned; costs no copies")
+    return "\n".join(lines)
+
+
+# --- trace -------------------------------------------------------------------
+
+
+def render_trace(a: Assignment) -> str:
+    """Every worklist pop in order: what was popped, from where, and what it set."""
+    g = a.graph
+    lines: list[str] = []
+    last: tuple[int, int] | None = None
+    for n, ev in enumerate(a.trace or (), 1):
+        if (ev.round, ev.comp) != last:
+            last = (ev.round, ev.comp)
+            comp = g.comps[ev.comp]
+            name = f"@{comp.name}" if comp.kind == "func" else comp.name
+            lines.append(f"round {ev.round}, current priority {ev.round}: {name}")
+        c = link_of(g, ev.constraint)
+        dfs = "dfs" if ev.constraint.dfs else "bfs"
+        flags = f"{'mandatory' if c.mandatory else 'derived'}, {dfs}, priority {c.priority}"
+        lines.append(f"  pop {n}: {c.kind} {c.subject} = {c.layout}  [{c.rule}; {flags}]")
+        for d in ev.derived:
+            dl = link_of(g, d)
+            was = ""
+            if isinstance(d, BufferConstraint) and d.history:
+                was = f" (was {L.format_layout(d.history[-1])})"
+            lines.append(f"      + {dl.kind} {dl.subject} = {dl.layout}{was}  [{dl.rule}; "
+                         f"{'mandatory' if dl.mandatory else 'derived'}, priority {dl.priority}]")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,578 @@
+"""XLA's GPU backend rules (``GpuLayoutAssignment``), expressed on StableHLO.
+
+What the GPU libraries need, and what this target therefore demands:
+
+* cuDNN convolutions read NCHW or NHWC (with OIHW / OHWI filters), chosen by
+  element type and device generation;
+* cuBLAS matmuls need each of the batch / row / column dimension groups
+  physically contiguous and no batch dimension most minor; int8 and FP8
+  GEMMs also need the contracting dimensions most minor;
+* cuFFT, CUB sort and the TopK kernel read row-major (the default layout);
+  the LAPACK-style triangular solve reads the two minor dimensions
+  column-major ("Fortran" order);
+* collectives want the gathered / scattered / split dimension most major;
+  host transfers and receives use the default layout;
+* a reduction whose reduced dimensions hold at least 32 elements asks its
+  operand to put them most minor (a row reduction); reshapes keep size-1
+  dimensions where the other side's layout already had them.
+
+Rules of XLA's pass that cannot be expressed on StableHLO are listed where
+they would go, with the reason.  The device model is a constructor argument;
+``get_target("xla-gpu")`` uses a Hopper-class CUDA GPU (compute capability
+9.0) and XLA's default debug flags.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import TYPE_CHECKING, Sequence
+
+from .. import layout as L
+from ..constraints import Origin
+from ..errors import PassError
+from ..rules import OpRule, reduce_operand, rule_for
+from .base import Derived, Target
+
+if TYPE_CHECKING:
+    from ..graph import Graph, Instruction, Value
+    from ..propagation import Engine
+
+# Custom-call targets XLA:GPU knows by name.
+_TOPK = "__gpu$TopK"
+_CUB_SORT = "xla.gpu.ext.cub_sort_unassigned_scratch_size"
+_RAGGED_ALL_TO_ALL = "ragged_all_to_all"  # how JAX spells kRaggedAllToAll in StableHLO
+# MoveToHost / MoveToDevice are XLA's internal names; JAX emits
+# annotate_device_placement, which XLA turns into one of the two before
+# layout assignment.  Both directions get the same rule, so the direction
+# (a frontend attribute the importer does not keep) is not needed.
+_MEMORY_PLACEMENT = ("MoveToHost", "MoveToDevice", "annotate_device_placement")
+# Gemm custom calls only exist after gemm rewriting, which must run later.
+_CUBLAS = ("__cublas$gemm", "__cublas$lt$matmul", "__cublas$lt$matmul$f8")
+
+_DOTS = ("dot", "dot_general")
+_SUB_BYTE = {"s1", "s2", "s4", "u1", "u2", "u4", "f4e2m1fn"}
+_FP8_MINOR_K = {"f8e4m3fn", "f8e5m2fnuz"}
+# Element types cuBLAS takes (se::gpu::AsBlasDataType); MatrixLayout::For
+# fails for anything else, so such dots fall through to the forced layout.
+_BLAS_TYPES = {"s8", "s32", "f16", "bf16", "f32", "f64", "c64", "c128",
+               "f8e5m2", "f8e4m3fn", "f8e5m2fnuz", "f8e4m3fnuz", "f8e4m3", "f8e3m4"}
+_UNARY_ELEMENTWISE = set("""
+abs cbrt ceil convert cosine count_leading_zeros exponential exponential_minus_one floor
+imag is_finite log log_plus_one logistic negate not popcnt real reduce_precision
+round_nearest_afz round_nearest_even rsqrt sign sine sqrt tan tanh
+""".split())
+_BINARY_ELEMENTWISE = set("""
+add and atan2 compare complex divide maximum minimum multiply or power remainder
+shift_left shift_right_arithmetic shift_right_logical subtract xor
+""".split())
+
+
+def _short(op: str) -> str:
+    return op.split(".", 1)[1] if "." in op else op
+
+
+def _move_dim_to_minor(layout: L.Layout, dim: int) -> L.Layout:
+    return L.intern([dim] + [d for d in layout if d != dim])
+
+
+def _move_dim_to_major(layout: L.Layout, dim: int) -> L.Layout:
+    return L.intern([d for d in layout if d != dim] + [dim])
+
+
+def _fortran(rank: int) -> L.Layout:
+    """The default layout with its two most minor entries swapped."""
+    m2m = list(L.default_layout(rank))
+    m2m[0], m2m[1] = m2m[1], m2m[0]
+    return L.intern(m2m)
+
+
+def matrix_layout_ok(layout: L.Layout, element: str, batch: Sequence[int],
+                     rows: Sequence[int], cols: Sequence[int]) -> bool:
+    """XLA's ``MatrixLayout::For(shape, batch, rows, cols).ok()``.
+
+    Walking minor to major, each group must appear contiguously and in its
+    logical order; the groups' physical order (major to minor) must then be
+    one of (B,R,C), (B,C,R), (R,B,C), (C,B,R): no batch dimension most minor.
+    """
+    if element not in _BLAS_TYPES:
+        return False
+    groups = ((1, list(rows)), (2, list(cols)), (0, list(batch)))
+    order: list[int] = []
+    i = 0
+    while i < len(layout):
+        dim = layout[i]
+        for tag, dims in groups:
+            if dims and dim == dims[-1]:
+                for d in reversed(dims):
+                    if i >= len(layout) or layout[i] != d:
+                        return False
+                    i += 1
+                order.append(tag)
+                break
+        else:
+            return False
+    # Missing groups sit most major: columns, then rows, then batch.
+    for tag, dims in ((2, cols), (1, rows), (0, batch)):
+        if not dims:
+            order.append(tag)
+    major_to_minor = tuple(reversed(order))
+    return major_to_minor in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (2, 0, 1))
+
+
+def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
+                      template: L.Layout) -> L.Layout | None:
+    """AlignLayouts, but size-1 output dims stay where ``template`` has them.
+
+    The non-degenerate dims are aligned as XLA's AlignLayouts does; walking
+    the template from minor to major, each size-1 dim keeps its slot and
+    every other slot takes the next aligned dim.  Any placement of size-1
+    dims is a bitcast, so this only avoids needless layout churn.
+    """
+    if 1 not in in_dims and 1 not in out_dims:
+        return L.align_layouts(in_dims, in_layout, out_dims)
+    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
+    renum = {d: i for i, d in enumerate(keep_in)}
+    simple_in = tuple(renum[d] for d in in_layout if d in renum)
+    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
+    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
+    if simple is None:
+        return None
+    aligned = iter(keep_out[d] for d in simple)
+    if len(template) != len(out_dims):
+        template = L.default_layout(len(out_dims))
+    return L.intern(d if out_dims[d] == 1 else next(aligned) for d in template)
+
+
+class XlaGpuTarget(Target):
+    name = "xla-gpu"
+    inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
+
+    def __init__(self, compute_capability: tuple[int, int] = (9, 0), platform: str = "cuda",
+                 rocm_nhwc: bool = False, force_conv_layout: str | None = None,
+                 pack_dot_operands_along_k: bool = False) -> None:
+        """``compute_capability`` is the CUDA SM version; ``platform`` "cuda" or
+        "rocm"; ``rocm_nhwc`` stands for a ROCm device with NHWC support and
+        TF_USE_ROCM_NHWC set; ``force_conv_layout`` ("nchw" / "nhwc") and
+        ``pack_dot_operands_along_k`` mirror the XLA debug flags
+        xla_gpu_force_conv_nchw / _nhwc and
+        xla_gpu_experimental_pack_dot_operands_along_k_dimension."""
+        if platform not in ("cuda", "rocm"):
+            raise ValueError(f"unknown GPU platform {platform!r}")
+        if force_conv_layout not in (None, "nchw", "nhwc"):
+            raise ValueError(f"force_conv_layout must be nchw or nhwc, not {force_conv_layout!r}")
+        self.compute_capability = compute_capability
+        self.platform = platform
+        self.rocm_nhwc = rocm_nhwc
+        self.force_conv_layout = force_conv_layout
+        self.pack_dot_operands_along_k = pack_dot_operands_along_k
+
+    # -- per-op rules the backend refines --------------------------------------
+    def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
+        r = rule_for(ins.op)
+        # XLA:GPU's InstructionCanChangeLayoutInstance: the TopK kernel reads
+        # its operand in the layout it writes.  ragged-all-to-all cannot change
+        # layout in the base pass; in StableHLO it is a custom call.
+        if r.hlo == "custom_call" and ins.attrs.get("target") in (_TOPK, _RAGGED_ALL_TO_ALL):
+            return replace(r, can_change=False)
+        return r
+
+    def propagate_reduction_to_operand(self, g: "Graph", ins: "Instruction") -> bool:
+        """A row reduction pays off only when the reduced dims hold >= 32 elements."""
+        dims = g.values[ins.operands[0]].dims
+        sizes = [dims[d] for d in ins.attrs.get("dims", ())]
+        if any(s is None for s in sizes):
+            return False
+        return math.prod(sizes) >= 32  # type: ignore[arg-type]
+
+    def operand_from_output(self, g: "Graph", ins: "Instruction", n: int,
+                            output: L.Layout, rule: OpRule) -> Derived | None:
+        if rule.hlo == "reduce":
+            if not self.propagate_reduction_to_operand(g, ins):
+                return None
+            return reduce_operand(g, ins, n, output), "target:gpu-reduce-row-reduction"
+        if rule.hlo == "reshape":
+            if n != 0:
+                return None
+            src = g.values[ins.operands[0]].dims
+            dst = g.values[ins.results[0]].dims
+            if not self._reshape_derivable(src, dst):
+                return None
+            lay = align_layouts_gpu(dst, output, src, self.existing_layout(g, ins.operands[0]))  # type: ignore[arg-type]
+            return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
+        return super().operand_from_output(g, ins, n, output, rule)
+
+    def output_from_operand(self, g: "Graph", ins: "Instruction", n: int, operand: L.Layout,
+                            result: int, rule: OpRule) -> Derived | None:
+        if rule.hlo == "reshape":
+            if n != 0:
+                return None
+            src = g.values[ins.operands[0]].dims
+            dst = g.values[ins.results[result]].dims
+            if not self._reshape_derivable(src, dst):
+                return None
+            lay = align_layouts_gpu(src, operand, dst, self.existing_layout(g, ins.results[result]))  # type: ignore[arg-type]
+            return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
+        return super().output_from_operand(g, ins, n, operand, result, rule)
+
+    @staticmethod
+    def _reshape_derivable(src: L.Dims, dst: L.Dims) -> bool:
+        if any(d is None for d in src) or any(d is None for d in dst):
+            return False
+        # A reshape between two effectively rank-1 shapes derives nothing.
+        return not (L.true_num_dims(src) == 1 and L.true_num_dims(dst) == 1)
+
+    # -- what the input already says about a value -----------------------------
+    def existing_layout(self, g: "Graph", vid: int) -> L.Layout:
+        """The layout XLA would find on the HLO before the pass.
+
+        HLO coming from JAX carries the default layout on every instruction,
+        except entry parameters and results, which carry the entry layout.
+        """
+        v = g.values[vid]
+        if g.entry is not None:
+            comp = g.comps[g.entry]
+            for p, mode in zip(comp.params, g.entry_param_modes):
+                if g.instrs[p].results[0] == vid and isinstance(mode, tuple) and len(mode) == v.rank:
+                    return mode
+            root = g.instrs[comp.root]
+            for r, mode in zip(root.operands, g.entry_result_modes):
+                if r == vid and isinstance(mode, tuple) and len(mode) == v.rank:
+                    return mode
+        return L.default_layout(v.rank)
+
+    # -- helpers to set constraints ---------------------------------------------
+    def _set_instruction(self, engine: "Engine", iid: int, layouts: list[L.Layout | None],
+                         why: Origin) -> None:
+        """XLA's SetInstructionLayout (mandatory, dfs).
+
+        For an op that cannot change layout and has one array result, XLA
+        also pins every operand of that rank to the same layout.
+        """
+        g = engine.g
+        ins = g.instrs[iid]
+        rule = engine.rule(iid)
+        prio = engine.current_priority
+        engine.set_instruction_layout(layouts, iid, True, prio, why)
+        leaves = engine.leaves[iid]
+        if rule.can_change or rule.tuple_operand or len(leaves) != 1 or layouts[0] is None:
+            return
+        out = g.values[leaves[0]]
+        if not out.is_array:
+            return
+        for n, vid in enumerate(ins.operands):
+            v = g.values[vid]
+            if v.is_array and v.rank == out.rank:
+                engine.set_operand_layout(layouts[0], iid, n, True, True, prio, why)
+
+    def _default_results(self, engine: "Engine", iid: int, why: Origin) -> None:
+        g = engine.g
+        self._set_instruction(engine, iid, [L.default_layout(g.values[r].rank) if g.values[r].is_array else None
+                                            for r in engine.leaves[iid]], why)
+
+    def _set_operand(self, engine: "Engine", layout: L.Layout, iid: int, n: int, why: Origin,
+                     mandatory: bool = True, dfs: bool = True) -> None:
+        engine.set_operand_layout(layout, iid, n, mandatory, dfs, engine.current_priority, why)
+
+    # -- the hook ---------------------------------------------------------------
+    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+        g = engine.g
+        # Reverse post-order: users before producers, so a dot sees the
+        # operand constraints its users already placed on it.
+        for iid in reversed(engine.post_order(comp)):
+            ins = g.instrs[iid]
+            if ins.op in ("parameter", "root"):
+                continue
+            hlo = engine.rule(iid).hlo
+            target = ins.attrs.get("target") if hlo == "custom_call" else None
+            if target in _CUBLAS:
+                raise PassError(f"custom_call @{target} is a rewritten gemm; XLA:GPU rewrites "
+                                "gemms only after layout assignment", ins.loc)
+            # cuDNN convolution custom calls (__cudnn$conv*) are not expressible:
+            # stablehlo.custom_call carries no convolution dimension numbers.
+            # XLA rewrites every convolution into one before this pass, so the
+            # same heuristic is applied to stablehlo.convolution itself.
+            if hlo == "convolution" and "conv" in ins.attrs:
+                self._convolution(engine, ins)
+            elif hlo in _DOTS and "lhs_batch" in ins.attrs:
+                self._dot(engine, ins)
+            elif hlo == "ragged-dot":
+                why = Origin("target:gpu-ragged-dot", iid, None, "ragged dots read and write the default layout")
+                for n in (0, 1):
+                    v = g.values[ins.operands[n]]
+                    if v.is_array:
+                        self._set_operand(engine, L.default_layout(v.rank), iid, n, why)
+                self._default_results(engine, iid, why)
+            elif hlo == "transpose":
+                self._transpose_of_dot(engine, ins)
+            elif hlo == "fft":
+                why = Origin("target:gpu-fft-default", iid, None, "cuFFT needs dimension 0 most major")
+                v = g.values[ins.operands[0]]
+                self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
+                self._default_results(engine, iid, why)
+            elif (hlo == "sort" or target == _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
+                self._sort(engine, ins)
+            elif target == _TOPK or hlo == "topk":
+                # chlo.top_k becomes either the TopK custom call or a sort
+                # before XLA:GPU lays it out; both end in default layouts.
+                why = Origin("target:gpu-topk-default", iid, None, "the TopK kernel writes the default layout")
+                rank = g.values[ins.operands[0]].rank
+                for r in engine.leaves[iid][:2]:
+                    if g.values[r].is_array and g.values[r].buffer == r:
+                        engine.set_buffer_layout(L.default_layout(rank), r, True, True,
+                                                 engine.current_priority, why)
+            elif hlo == "bitcast_convert":
+                self._bitcast_convert(engine, ins)
+            elif hlo == "triangular_solve":
+                why = Origin("target:gpu-triangular-solve-fortran", iid, None,
+                             "the solver reads the two minor dimensions column-major")
+                for n in (0, 1):
+                    self._set_operand(engine, _fortran(g.values[ins.operands[n]].rank), iid, n, why)
+                self._set_instruction(engine, iid, [_fortran(g.values[ins.results[0]].rank)], why)
+            # cholesky: XLA:GPU has no rule of its own (it cannot change layout
+            # in the base pass, and GPU rewrites it earlier).
+            elif hlo in ("reduce_scatter", "all_gather") or (
+                    hlo == "all_to_all" and len(engine.leaves[iid]) == 1):
+                if "dim" in ins.attrs:
+                    self._collective_dim_major(engine, ins, ins.attrs["dim"], hlo)
+            elif target == _RAGGED_ALL_TO_ALL:
+                self._collective_dim_major(engine, ins, 0, "ragged-all-to-all")
+            # send: the engine already reads what send transfers in the default
+            # layout (XLA's pre-pass copy, constrained by GPU to the default
+            # on both sides); the GPU rule would add nothing.
+            elif hlo == "recv":
+                self._default_results(engine, iid, Origin("target:gpu-recv-default", iid, None,
+                                                          "received buffers use the default layout"))
+            elif target in _MEMORY_PLACEMENT:
+                why = Origin("target:gpu-host-memory-default", iid, None,
+                             "host memory buffers keep the default layout (no transposes on host)")
+                v = g.values[ins.operands[0]] if ins.operands else None
+                if v is not None and v.is_array:
+                    self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
+                self._default_results(engine, iid, why)
+            # Host-thread async-start / async-done: StableHLO has no async ops
+            # with an execution thread, so that rule has nothing to match.
+
+    # -- convolution --------------------------------------------------------------
+    def conv_format(self, element: str, spatial: int, output_rank: int) -> str:
+        """XLA's HeuristicLayoutAssignment: "NCHW" or "NHWC" for input, filter and output.
+
+        NCHW_VECT_C (int8 with a fifth, vector dimension) cannot occur: a
+        stablehlo.convolution names every dimension of its operands.
+        """
+        integral = element[0] in "su" and element[1:].isdigit()
+        if integral or element.startswith("f8"):
+            return "NHWC"
+        if self.force_conv_layout is not None:
+            return self.force_conv_layout.upper()
+        half = element in ("f16", "bf16")
+        if self.platform == "cuda":
+            if self.compute_capability >= (9, 0):
+                if element == "f64" or spatial > 2:
+                    return "NCHW"
+                return "NHWC"
+            if not half or self.compute_capability < (7, 0) or output_rank != 4:
+                return "NCHW"
+            return "NHWC"
+        if not half or not self.rocm_nhwc or output_rank != 4:
+            return "NCHW"
+        return "NHWC"
+
+    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        c = ins.attrs["conv"]
+        inp = g.values[ins.operands[0]]
+        out = g.values[ins.results[0]]
+        fmt = self.conv_format(inp.element, len(c["input_spatial"]), out.rank)
+        if fmt == "NHWC":
+            data_in = [c["input_batch"], *c["input_spatial"], c["input_feature"]]
+            filt = [c["kernel_output_feature"], *c["kernel_spatial"], c["kernel_input_feature"]]
+            data_out = [c["output_batch"], *c["output_spatial"], c["output_feature"]]
+        else:
+            data_in = [c["input_batch"], c["input_feature"], *c["input_spatial"]]
+            filt = [c["kernel_output_feature"], c["kernel_input_feature"], *c["kernel_spatial"]]
+            data_out = [c["output_batch"], c["output_feature"], *c["output_spatial"]]
+        why = Origin("target:gpu-conv-layout", ins.id, None,
+                     f"cuDNN runs this {inp.element} convolution as {fmt}")
+        self._set_operand(engine, L.from_major_to_minor(data_in), ins.id, 0, why)
+        self._set_operand(engine, L.from_major_to_minor(filt), ins.id, 1, why)
+        engine.set_instruction_layout([L.from_major_to_minor(data_out)], ins.id, True,
+                                      engine.current_priority, why)
+
+    # -- dot ------------------------------------------------------------------------
+    @staticmethod
+    def _dot_sides(g: "Graph", ins: "Instruction") -> list[tuple[int, "Value", tuple[int, ...], tuple[int, ...], list[int]]]:
+        sides = []
+        for n, batch, contracting in ((0, ins.attrs["lhs_batch"], ins.attrs["lhs_contracting"]),
+                                      (1, ins.attrs["rhs_batch"], ins.attrs["rhs_contracting"])):
+            v = g.values[ins.operands[n]]
+            free = [d for d in range(v.rank) if d not in batch and d not in contracting]
+            sides.append((n, v, tuple(batch), tuple(contracting), free))
+        return sides
+
+    def dot_supports(self, g: "Graph", ins: "Instruction", layout: L.Layout) -> bool:
+        """XLA's DotCanSupportShapeWithLayout for the dot's result."""
+        (_, lhs, lb, lc, lnc), (_, rhs, rb, rc, rnc) = self._dot_sides(g, ins)
+        out = g.values[ins.results[0]]
+        nb = max(len(lb), len(rb))
+        if out.rank != nb + len(lnc) + len(rnc) or len(layout) != out.rank:
+            return False
+        dims = list(range(out.rank))
+        return matrix_layout_ok(layout, out.element, dims[:nb], dims[nb:nb + len(lnc)],
+                                dims[out.rank - len(rnc):])
+
+    def _is_packed(self, g: "Graph", vid: int, seen: set[int]) -> bool:
+        """A sub-byte value somewhere up a chain of unary or binary elementwise ops."""
+        while True:
+            if vid in seen:
+                return False
+            seen.add(vid)
+            v = g.values[vid]
+            if v.element in _SUB_BYTE:
+                return True
+            ins = g.instrs[v.producer]
+            if ins.op in ("parameter", "root") or len(ins.operands) != 1:
+                break
+            vid = ins.operands[0]
+        if _short(ins.op) in _BINARY_ELEMENTWISE and len(ins.operands) == 2:
+            return any(self._is_packed(g, o, seen) for o in ins.operands)
+        return False
+
+    def _chain_ends_with_auto(self, engine: "Engine", vid: int) -> bool:
+        """XLA's ChainEndsWithAutoLayout: up through unary elementwise ops,
+        transposes and reshapes (and into any concatenate operand) to an entry
+        parameter whose layout nobody gave."""
+        g = engine.g
+        ins = g.instrs[g.values[vid].producer]
+        if ins.comp != g.entry:
+            return False
+        while ins.op not in ("parameter", "root") and ins.operands and (
+                (_short(ins.op) in _UNARY_ELEMENTWISE and len(ins.operands) == 1)
+                or engine.rule(ins.id).hlo in ("transpose", "reshape")):
+            ins = g.instrs[g.values[ins.operands[0]].producer]
+        if ins.op == "parameter":
+            params = g.comps[g.entry].params  # type: ignore[index]
+            if ins.id not in params:
+                return False
+            p = params.index(ins.id)
+            return p < len(engine.given_params) and engine.given_params[p] is None
+        if engine.rule(ins.id).hlo == "concatenate":
+            return any(self._chain_ends_with_auto(engine, o) for o in ins.operands)
+        return False
+
+    def _dot_operand(self, engine: "Engine", ins: "Instruction", n: int, v: "Value",
+                     batch: Sequence[int], rows: Sequence[int], cols: Sequence[int],
+                     mandatory: bool, why: Origin) -> None:
+        """XLA's SetDotOperandLayout: the existing layout, else the default,
+        else [batch, rows, cols] major to minor."""
+        for lay in (self.existing_layout(engine.g, v.id), L.default_layout(v.rank)):
+            if matrix_layout_ok(lay, v.element, batch, rows, cols):
+                self._set_operand(engine, lay, ins.id, n, why, mandatory, True)
+                return
+        forced = L.from_major_to_minor([*batch, *rows, *cols])
+        self._set_operand(engine, forced, ins.id, n, why, mandatory, mandatory)
+
+    def _dot(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        sides = self._dot_sides(g, ins)
+        lhs, rhs = sides[0][1], sides[1][1]
+        out = g.values[ins.results[0]]
+        s8 = out.element == "s32" and lhs.element == "s8" and rhs.element == "s8"
+        fp8 = lhs.element in _FP8_MINOR_K and rhs.element in _FP8_MINOR_K
+        blackwell = self.platform == "cuda" and self.compute_capability[0] in (10, 11, 12)
+        minor_k = s8 or (fp8 and not blackwell)
+        for n, v, batch, contracting, free in sides:
+            if not v.is_array:
+                continue
+            if minor_k or (self.pack_dot_operands_along_k and self._is_packed(g, v.id, set())):
+                why = Origin("target:gpu-dot-minor-contracting", ins.id, None,
+                             f"{'int8' if s8 else 'FP8' if minor_k else 'packed'} GEMMs need the "
+                             "contracting dimensions most minor")
+                lay = self.existing_layout(g, v.id)
+                k = len(contracting)
+                if all(d in contracting for d in lay[:k]) and matrix_layout_ok(lay, v.element, batch, free, contracting):
+                    self._set_operand(engine, lay, ins.id, n, why)
+                else:
+                    self._set_operand(engine, L.from_major_to_minor([*batch, *free, *contracting]), ins.id, n, why)
+            elif batch or len(contracting) > 1 or len(free) > 1:
+                why = Origin("target:gpu-dot-operand", ins.id, None,
+                             "cuBLAS needs batch, contracting and free dimensions each contiguous, "
+                             "batch not most minor")
+                self._dot_operand(engine, ins, n, v, batch, contracting, free, True, why)
+            elif self._chain_ends_with_auto(engine, v.id):
+                why = Origin("target:gpu-dot-auto-layout", ins.id, None,
+                             "a matrix read from a free entry parameter: suggest a layout cuBLAS takes")
+                self._dot_operand(engine, ins, n, v, batch, contracting, free, False, why)
+        (_, _, lb, _, lnc), (_, _, _, _, rnc) = sides
+        if lb or len(lnc) > 1 or len(rnc) > 1:
+            # A layout a user already asked for, if cuBLAS can write it.
+            for user, i in out.uses:
+                if g.instrs[user].op == "root":
+                    continue
+                c = engine.oc.get((user, i))
+                if c is not None and self.dot_supports(g, ins, c.layout):
+                    why = Origin("target:gpu-dot-output", ins.id, None,
+                                 "the dot writes the layout its user asked for")
+                    engine.set_instruction_layout([c.layout], ins.id, True, engine.current_priority, why)
+                    return
+            why = Origin("target:gpu-dot-output", ins.id, None,
+                         "a batched or multi-dimensional dot writes the default layout")
+            engine.set_instruction_layout([L.default_layout(out.rank)], ins.id, True,
+                                          engine.current_priority, why)
+
+    def _transpose_of_dot(self, engine: "Engine", ins: "Instruction") -> None:
+        """Make a transpose of a single-use dot a bitcast to a default-layout result."""
+        g = engine.g
+        v = g.values[ins.operands[0]]
+        dot = g.instrs[v.producer]
+        if dot.op in ("parameter", "root") or engine.rule(dot.id).hlo not in _DOTS or "lhs_batch" not in dot.attrs:
+            return
+        if len({user for user, _ in v.uses}) > 1:
+            return
+        lay = L.from_major_to_minor(ins.attrs["perm"])
+        if self.dot_supports(g, dot, lay):
+            why = Origin("target:gpu-transpose-of-dot", ins.id, None,
+                         "the dot writes a layout that makes this transpose a bitcast")
+            self._set_operand(engine, lay, ins.id, 0, why)
+
+    # -- the rest ---------------------------------------------------------------------
+    def _sort(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        why = Origin("target:gpu-sort-default", ins.id, None,
+                     "the GPU sort reads and writes every array in the default layout")
+        keys = L.default_layout(g.values[ins.operands[0]].rank)
+        leaves = engine.leaves[ins.id]
+        for n, vid in enumerate(ins.operands):
+            v = g.values[vid]
+            if v.is_array and v.rank == len(keys):
+                self._set_operand(engine, keys, ins.id, n, why)
+            if n < len(leaves):
+                r = g.values[leaves[n]]
+                if r.is_array and r.buffer == r.id and r.rank == len(keys):
+                    engine.set_buffer_layout(keys, r.id, True, True, engine.current_priority, why)
+
+    def _bitcast_convert(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        op = g.values[ins.operands[0]]
+        out = g.values[ins.results[0]]
+        if op.rank == out.rank or not (op.is_array and out.is_array):
+            return
+        larger, smaller = (op, out) if op.rank > out.rank else (out, op)
+        big = _move_dim_to_minor(self.existing_layout(g, larger.id), larger.rank - 1)
+        small = L.intern(big[1:])
+        op_lay, out_lay = (big, small) if larger is op else (small, big)
+        why = Origin("target:gpu-bitcast-convert-rank-change", ins.id, None,
+                     "the split or merged element dimension is most minor, so the convert is a bitcast")
+        self._set_operand(engine, op_lay, ins.id, 0, why)
+        engine.set_instruction_layout([out_lay], ins.id, True, engine.current_priority, why)
+
+    def _collective_dim_major(self, engine: "Engine", ins: "Instruction", dim: int, what: str) -> None:
+        g = engine.g
+        why = Origin("target:gpu-collective-dim-major", ins.id, None,
+                     f"XLA:GPU runs {what} only with dimension {dim} most major")
+        layouts: list[L.Layout | None] = []
+        for r in engine.leaves[ins.id]:
+            v = g.values[r]
+            layouts.append(_move_dim_to_major(self.existing_layout(g, r), dim)
+                           if v.is_array and dim < v.rank else None)
+        self._set_instruction(engine, ins.id, layouts, why)

@@ -1,0 +1,330 @@
+"""Differential test against XLA:CPU's layout assignment.
+
+    python -m tests.differential.run --count 300 --seed 0 [--jobs 2] [--start 0]
+        [--cache DIR] [--refresh] [--timeout 120] [--json OUT]
+        [--target xla-cpu] [--show 10]
+
+Generates programs (``programs.py``), compiles each with XLA and keeps the
+layout-assignment dumps (``oracle.py``, cached under
+``bench/cache/differential/<generator hash>/s<seed>/<index>/`` so reruns only
+re-run our pass), compares our pass with XLA (``compare.py``) and prints a
+report.  Exit status 0 whatever the agreement (it is a measuring tool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+import traceback
+from collections import Counter, defaultdict
+from multiprocessing.connection import wait
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_CACHE = os.path.join(REPO, "bench", "cache", "differential")
+
+
+def generator_hash() -> str:
+    """Changes whenever the generator or the way XLA is run changes (new programs, new dumps)."""
+    from .oracle import ORACLE_VERSION
+
+    h = hashlib.sha1()
+    with open(os.path.join(HERE, "programs.py"), "rb") as f:
+        h.update(f.read())
+    h.update(str(ORACLE_VERSION).encode())
+    try:
+        import importlib.metadata as md
+
+        h.update(md.version("jaxlib").encode())
+    except Exception:
+        pass
+    return h.hexdigest()[:10]
+
+
+def program_dir(cache: str, seed: int, index: int) -> str:
+    return os.path.join(cache, generator_hash(), f"s{seed}", f"{index:04d}")
+
+
+def process(seed: int, index: int, cache: str, target: str = "xla-cpu",
+            refresh: bool = False) -> dict[str, Any]:
+    """Oracle (cached) + comparison for one program; never raises."""
+    from .compare import compare_dumps
+    from .oracle import load_cached, run_oracle
+
+    base = {"seed": seed, "index": index, "id": f"s{seed}/{index}"}
+    d = program_dir(cache, seed, index)
+    try:
+        res = None if refresh else load_cached(d)
+        base["cached"] = res is not None
+        if res is None:
+            from .programs import generate
+
+            res = run_oracle(generate(seed, index), d)
+        base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
+        if res.status != "ok":
+            return {**base, "status": "skipped", "reason": res.reason}
+        out = compare_dumps(res.before, res.after, target=target)
+        return {**base, **out, "dir": d}
+    except Exception as e:
+        return {**base, "status": "harness-error",
+                "error": f"{type(e).__name__}: {e}"[:300], "traceback": traceback.format_exc()[-1500:]}
+
+
+# -- a small process pool with per-task timeouts ------------------------------------------
+
+def _worker(conn: Any) -> None:
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    sys.path.insert(0, REPO)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        from tests.differential.run import process as proc
+
+        conn.send(proc(**task))
+
+
+def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
+                 progress: bool = True) -> list[dict[str, Any]]:
+    if jobs <= 1:
+        out = []
+        for k, t in enumerate(tasks):
+            out.append(process(**t))
+            if progress:
+                _progress(k + 1, len(tasks))
+        return out
+    ctx = mp.get_context("spawn")
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    pending = list(enumerate(tasks))[::-1]
+    results: dict[int, dict[str, Any]] = {}
+    workers: list[dict[str, Any]] = []
+
+    def start() -> dict[str, Any]:
+        parent, child = ctx.Pipe()
+        p = ctx.Process(target=_worker, args=(child,), daemon=True)
+        p.start()
+        child.close()
+        return {"p": p, "conn": parent, "task": None, "since": 0.0}
+
+    def assign(w: dict[str, Any]) -> None:
+        if pending:
+            k, t = pending.pop()
+            w["task"], w["since"] = (k, t), time.monotonic()
+            w["conn"].send(t)
+        else:
+            w["task"] = None
+
+    for _ in range(min(jobs, len(tasks))):
+        w = start()
+        workers.append(w)
+        assign(w)
+    while any(w["task"] is not None for w in workers):
+        busy = {w["conn"]: w for w in workers if w["task"] is not None}
+        for conn in wait(list(busy), timeout=1.0):
+            w = busy[conn]
+            k, t = w["task"]
+            try:
+                results[k] = conn.recv()
+            except (EOFError, OSError):
+                results[k] = {"seed": t["seed"], "index": t["index"], "id": f"s{t['seed']}/{t['index']}",
+                              "status": "skipped", "reason": "worker died (crash in XLA or our pass)"}
+                w["p"].join(1)
+                w.update(start())
+            assign(w)
+            if progress:
+                _progress(len(results), len(tasks))
+        now = time.monotonic()
+        for w in workers:
+            if w["task"] is not None and now - w["since"] > timeout:
+                k, t = w["task"]
+                w["p"].kill()  # a process this pool started
+                w["p"].join(5)
+                results[k] = {"seed": t["seed"], "index": t["index"], "id": f"s{t['seed']}/{t['index']}",
+                              "status": "skipped", "reason": f"timeout ({timeout:.0f} s)"}
+                w.update(start())
+                assign(w)
+    for w in workers:
+        try:
+            w["conn"].send(None)
+        except OSError:
+            pass
+        w["p"].join(5)
+        if w["p"].is_alive():
+            w["p"].kill()
+    if progress and sys.stderr.isatty():
+        sys.stderr.write("\n")
+    return [results[k] for k in range(len(tasks))]
+
+
+def _progress(done: int, total: int) -> None:
+    if not sys.stderr.isatty():
+        if done % 50 == 0 or done == total:
+            sys.stderr.write(f"  {done}/{total} programs\n")
+        return
+    sys.stderr.write(f"\r  {done}/{total} programs")
+    sys.stderr.flush()
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def _cls(text: str) -> str:
+    nums = [int(x) for x in text.strip("{}").split(",") if x.strip().isdigit()]
+    if text in ("-", "?", ""):
+        return "?"
+    return "default" if nums == sorted(nums, reverse=True) else "non-default"
+
+
+def group_key(d: dict[str, Any]) -> str:
+    """Op kind and pattern, without the concrete layouts (those are in the examples)."""
+    tag = ""
+    if d["kind"] == "layout":
+        return f"layout of {d['op']}: {d['pattern']}{tag}"
+    src = d.get("src_layout", "?")
+    pattern = "same layout (not a relayout)" if src == d["layout"] else f"{_cls(src)} -> {_cls(d['layout'])}"
+    return f"{d['kind']} {d['op']}: {pattern}{tag}"
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in results if r["status"] == "ok"]
+    s: dict[str, Any] = {
+        "programs": len(results),
+        "compared": len(ok),
+        "skipped": Counter(r.get("reason", "") for r in results if r["status"] == "skipped"),
+        "tool_errors": Counter(f"{r.get('where', '')}: {r.get('error', '')}" for r in results
+                               if r["status"] == "tool-error"),
+        "harness_errors": [r for r in results if r["status"] == "harness-error"],
+        "jax_complained": sum(1 for r in ok if r.get("jax_error")),
+        "generic": sum(1 for r in ok if r.get("generic")),
+        "values": sum(r["values"] for r in ok),
+        "agree": sum(r["agree"] for r in ok),
+        "xla_named": sum(r["xla_named"] for r in ok),
+        "xla_covered": sum(r.get("xla_covered", 0) for r in ok),
+        "agreeing_programs": sum(1 for r in ok if r["agrees"]),
+        "xla_copies": sum(r["xla_copies"] for r in ok),
+        "our_copies": sum(r["our_copies"] for r in ok),
+        "xla_bytes": sum(r["xla_copy_bytes"] for r in ok),
+        "our_bytes": sum(r["our_copy_bytes"] for r in ok),
+        "xla_edges": sum(r["xla_edges"] for r in ok),
+        "our_edges": sum(r["our_edges"] for r in ok),
+        "edges_matched": sum(r["edges_matched"] for r in ok),
+        "more_copies": [r for r in ok if r["our_copies"] > r["xla_copies"]],
+        "more_bytes": [r for r in ok if r["our_copy_bytes"] > r["xla_copy_bytes"]],
+    }
+    groups: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = defaultdict(list)
+    for r in ok:
+        for d in r["diffs"]:
+            groups[group_key(d)].append((r, d))
+    for r in results:
+        if r["status"] == "tool-error":
+            groups[f"tool error at {r.get('where', '?')}: {r.get('error', '')[:90]}"].append((r, {}))
+    s["groups"] = groups
+    return s
+
+
+def _pct(a: int, b: int) -> str:
+    return f"{100.0 * a / b:.1f}%" if b else "n/a"
+
+
+def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float | None = None) -> str:
+    s = summarize(results)
+    L: list[str] = []
+    L.append(f"programs: {s['programs']}  compared: {s['compared']}  "
+             f"skipped: {sum(s['skipped'].values())}  tool errors: {sum(s['tool_errors'].values())}  "
+             f"harness errors: {len(s['harness_errors'])}"
+             + (f"  ({elapsed:.0f} s)" if elapsed is not None else ""))
+    for reason, n in s["skipped"].most_common():
+        L.append(f"  skipped {n:4d}: {reason}")
+    for err, n in s["tool_errors"].most_common(5):
+        L.append(f"  tool error {n:4d}: {err[:150]}")
+    for r in s["harness_errors"][:3]:
+        L.append(f"  harness error {r['id']}: {r['error'][:150]}")
+    if s["jax_complained"]:
+        L.append(f"  compiled, but JAX then refused the layouts XLA chose: {s['jax_complained']} "
+                 "(dumps still compared)")
+    if s["generic"]:
+        L.append(f"  NOTE: {s['generic']} programs ran the generic rules (xla-cpu not implemented)")
+    L.append(f"named rank>=2 values agreeing: {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}"
+             f"  (coverage: {s['xla_covered']}/{s['xla_named']} of XLA's named rank>=2 arrays)")
+    L.append(f"programs agreeing fully: {s['agreeing_programs']}/{s['compared']} = "
+             f"{_pct(s['agreeing_programs'], s['compared'])}")
+    L.append(f"copies   ours {s['our_copies']:6d}  xla {s['xla_copies']:6d}   "
+             f"(copy edges ours {s['our_edges']}, xla {s['xla_edges']}, matched {s['edges_matched']})")
+    L.append(f"bytes    ours {s['our_bytes']:6d}  xla {s['xla_bytes']:6d}")
+    for label, rs, field in (("copies", s["more_copies"], "copies"), ("bytes", s["more_bytes"], "copy_bytes")):
+        ex = ", ".join(f"{r['id']} ({r['our_' + field]} vs {r['xla_' + field]})" for r in rs[:6])
+        L.append(f"programs where ours has MORE {label} than XLA: {len(rs)}" + (f": {ex}" if rs else ""))
+    L.append("")
+    L.append(f"disagreement kinds (top {show}; count, programs, example):")
+    groups = sorted(s["groups"].items(), key=lambda kv: -len(kv[1]))
+    for key, items in groups[:show]:
+        progs = len({r["id"] for r, _ in items})
+        r0, d0 = items[0]
+        ex = f"{r0['id']} {d0.get('name', '')}"
+        if d0.get("kind") == "layout":
+            ex += f" ours {d0['ours']} xla {d0['xla']}"
+        elif d0:
+            ex += f" {d0.get('src_layout', '?')}->{d0['layout']}"
+        partial = sum(1 for r, _ in items if "partial-auto-results" in r.get("flags", []))
+        note = f" [{partial} in programs with partly-AUTO results]" if partial else ""
+        L.append(f"  {len(items):5d} {progs:4d}  {key}{note}   e.g. {ex}")
+    L.append("")
+    L.append(f"first {show} differences:")
+    n = 0
+    for r in results:
+        if r["status"] != "ok":
+            continue
+        for d in r["diffs"]:
+            if n >= show:
+                break
+            n += 1
+            if d["kind"] == "layout":
+                L.append(f"  [{r['id']}] {d['name']} ({d['op']}): ours {d['ours']}  xla {d['xla']}")
+                L.append(f"      {d['line']}")
+            else:
+                L.append(f"  [{r['id']}] {d['kind']} {d['name']}: {d.get('src_layout', '?')} to {d['layout']}")
+                L.append(f"      producer: {d['line']}")
+                L.append(f"      consumer: {d['consumer_line']}")
+    return "\n".join(L)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first program index")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per program")
+    ap.add_argument("--cache", default=DEFAULT_CACHE)
+    ap.add_argument("--refresh", action="store_true", help="recompile even when dumps are cached")
+    ap.add_argument("--target", default="xla-cpu")
+    ap.add_argument("--json", help="write every per-program result here")
+    ap.add_argument("--show", type=int, default=10)
+    ap.add_argument("--only", help="comma-separated program indices to run")
+    a = ap.parse_args(argv)
+    indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+    tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "target": a.target,
+              "refresh": a.refresh} for i in indices]
+    t0 = time.monotonic()
+    results = run_parallel(tasks, a.jobs, a.timeout)
+    elapsed = time.monotonic() - t0
+    print(format_report(results, a.show, elapsed))
+    path = a.json or os.path.join(a.cache, f"last_run_s{a.seed}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    print(f"\nper-program results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
