@@ -60,6 +60,9 @@ class CopyEdge:
     consumer: int  # instruction id (a ``root`` pseudo-instruction for results)
     operand: int
     demand: Constraint | None  # the constraint that asked for ``dst``
+    # A conditional's branch reads the value through a parameter that keeps
+    # the outer layout; XLA then copies inside that branch (its computation id).
+    inside: int | None = None
 
 
 @dataclass
@@ -827,7 +830,13 @@ class Engine:
                 want = layouts[g.instrs[g.comps[comp].params[number]].results[0]]
                 have = layouts[ov.id]
                 if want is not None and have is not None and want != have and ov.rank > 0:
-                    copies.append(CopyEdge(ov.id, have, want, ins.id, base + k, self.oc.get((ins.id, base + k))))
+                    inside = comp if g.comps[comp].kind == "branch" else None
+                    copies.append(CopyEdge(ov.id, have, want, ins.id, base + k,
+                                           self.oc.get((ins.id, base + k)), inside))
+                    if inside is not None:
+                        # XLA's CopyOperandIfLayoutsDiffer: the branch parameter
+                        # takes the operand's layout, the copy sits in the branch.
+                        layouts[g.instrs[g.comps[comp].params[number]].results[0]] = have
         # Root copies where a computation's result layout is fully known and differs.
         entry_results: list[L.Layout | None] = []
         for comp in g.comps:
@@ -874,9 +883,10 @@ def _snapshot(c: Constraint) -> Constraint:
 def copy_groups(a: Assignment) -> list[CopyGroup]:
     """The copies to insert, outer computations first, in a stable order."""
     g = a.graph
-    groups: dict[tuple[int, L.Layout, str], list[CopyEdge]] = {}
+    groups: dict[tuple[int, L.Layout, str, int], list[CopyEdge]] = {}
     for e in a.copies:
-        groups.setdefault((e.value, e.dst, g.instrs[e.consumer].scope), []).append(e)
+        key = (e.value, e.dst, g.instrs[e.consumer].scope, -1 if e.inside is None else e.inside)
+        groups.setdefault(key, []).append(e)
 
     def depth(vid: int) -> int:
         d, c = 0, g.comps[g.instrs[g.values[vid].producer].comp]
@@ -885,8 +895,8 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
             c = g.comps[g.instrs[c.caller].comp]
         return d
 
-    ordered = sorted(groups.items(), key=lambda kv: (depth(kv[0][0]), kv[0][0], kv[0][2], kv[0][1]))
-    return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope), edges in ordered]
+    ordered = sorted(groups.items(), key=lambda kv: (depth(kv[0][0]), kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
+    return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope, _), edges in ordered]
 
 
 def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:

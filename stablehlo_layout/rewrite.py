@@ -104,7 +104,9 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         loc = ir.Location.name(name, childLoc=child)
-        with _right_after(source):
+        inside = edges[0].inside
+        where = _region_start(h.regions[inside]) if inside is not None else _right_after(source)
+        with where:
             attrs = {
                 "xla_shape": cache.string(shape_text(v, dst)),
                 "result_layout": cache.layout(dst),
@@ -116,6 +118,11 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
             _redirect(g, h, e, source, new, current)
         made.append(InsertedCopy(vid, a.layouts[vid] or (), dst, edges, name))
     return made
+
+
+def _region_start(region: ir.Region) -> ir.InsertionPoint:
+    block = region.blocks[0]
+    return ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
 
 
 def _right_after(value: ir.Value) -> ir.InsertionPoint:
