@@ -3,11 +3,16 @@
 Priorities follow XLA: a fallback computation layout sits at -2, the pass's
 own demands start at 0 and rise by one per round, and a layout the caller
 gave for the entry computation enters at 3.
+
+Provenance: a constraint changes in place (as XLA's do), so what it *was*
+when it caused something else is kept in an immutable ``Origin`` — the
+rule that set it, what it set, and the ``Origin`` of the constraint it was
+derived from.  Following ``parent`` links walks from any decision back to
+its source, and the chain can never loop.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 
 from .layout import Layout
@@ -20,21 +25,44 @@ NUMBER_OF_ROUNDS = 2
 # that stops two equally-strong demands from flipping it forever.
 MAX_LAYOUT_CHANGES = 2
 
+BUFFER, OPERAND, RESULT = "buffer", "operand", "result"
+
 
 @dataclass(slots=True)
 class Origin:
-    """Why a constraint exists: the rule that made it and what it came from.
+    """Why a constraint holds what it holds.
 
-    ``rule`` is a short machine name ("entry-parameter", "transpose-bitcast",
-    "default-layout", "target:cpu-dot-row-major", ...); ``instr`` the
-    instruction whose rule fired; ``parent`` the constraint being propagated
-    when this one was derived (None for a source).
+    Made by the rule that fires (``rule``: "entry-parameter",
+    "transpose-bitcast", "target:cpu-row-major-operand", ...; ``instr``: the
+    instruction whose rule it is; ``parent``: the Origin of the constraint
+    being propagated; ``note``: words for a reader).  When a constraint takes
+    it, ``attached`` returns a copy that also records what was set — kind,
+    target, layout, priority, flags, round and the layout it replaced.
     """
 
     rule: str
     instr: int | None = None
-    parent: "Constraint | None" = None
+    parent: "Origin | None" = None
     note: str = ""
+    kind: str = ""
+    target: tuple[int, ...] = ()
+    layout: tuple = ()
+    priority: int = 0
+    mandatory: bool = False
+    dfs: bool = False
+    round: int = 0
+    was: Layout | None = None
+
+    def attached(self, kind: str, target: tuple[int, ...], layout: tuple, priority: int,
+                 mandatory: bool, dfs: bool, round_: int, was: Layout | None = None) -> "Origin":
+        return Origin(self.rule, self.instr, self.parent, self.note, kind, target, layout,
+                      priority, mandatory, dfs, round_, was)
+
+    def source(self) -> "Origin":
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
 
 
 @dataclass(slots=True, eq=False)
@@ -45,23 +73,12 @@ class Constraint:
     priority: int
     origin: Origin
     round: int
-    # The last frozen copy handed out as a parent; dropped when this changes.
-    _snapshot: "Constraint | None" = field(default=None, repr=False, compare=False)
 
     kind = "constraint"
 
-    def frozen(self) -> "Constraint":
-        """This constraint as it is now, for provenance.
-
-        Buffer constraints change in place; an origin that pointed at the live
-        object could end up pointing at its own descendant.  Parents are
-        therefore snapshots, shared until the constraint next changes.
-        """
-        if self._snapshot is None:
-            snap = copy.copy(self)
-            snap._snapshot = snap
-            self._snapshot = snap
-        return self._snapshot
+    def fact(self) -> Origin:
+        """This constraint as it is now: the parent to give what it derives."""
+        return self.origin
 
 
 @dataclass(slots=True, eq=False)
@@ -72,7 +89,7 @@ class BufferConstraint(Constraint):
     # Layouts this buffer held before, oldest first (XLA's history vector).
     history: list[Layout] = field(default_factory=list)
 
-    kind = "buffer"
+    kind = BUFFER
 
     def update(self, layout: Layout, mandatory: bool, dfs: bool, priority: int,
                origin: Origin, round_: int, buffer_is_array: bool = True) -> bool:
@@ -87,9 +104,9 @@ class BufferConstraint(Constraint):
                 self.priority = priority
                 changed = True
             if changed:
-                self.origin = origin
                 self.round = round_
-                self._snapshot = None
+                self.origin = origin.attached(BUFFER, (self.buffer,), layout, self.priority,
+                                              self.mandatory, self.dfs, round_)
             return changed
         if not mandatory:
             if len(self.history) >= MAX_LAYOUT_CHANGES:
@@ -99,13 +116,13 @@ class BufferConstraint(Constraint):
             if priority <= self.priority:
                 return False
         self.history.append(self.layout)
+        self.origin = origin.attached(BUFFER, (self.buffer,), layout, priority, mandatory, dfs,
+                                      round_, self.layout)
         self.layout = layout
         self.mandatory = mandatory
         self.dfs = dfs
         self.priority = priority
-        self.origin = origin
         self.round = round_
-        self._snapshot = None
         return True
 
 
@@ -116,7 +133,7 @@ class OperandConstraint(Constraint):
     instr: int = -1
     operand: int = -1
 
-    kind = "operand"
+    kind = OPERAND
 
 
 @dataclass(slots=True, eq=False)
@@ -126,7 +143,25 @@ class ResultConstraint(Constraint):
     comp: int = -1
     layouts: tuple[Layout | None, ...] = ()
 
-    kind = "result"
+    kind = RESULT
+
+
+def new_buffer(buffer: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
+               origin: Origin, round_: int) -> BufferConstraint:
+    fact = origin.attached(BUFFER, (buffer,), layout, priority, mandatory, dfs, round_)
+    return BufferConstraint(layout, mandatory, dfs, priority, fact, round_, buffer=buffer)
+
+
+def new_operand(instr: int, operand: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
+                origin: Origin, round_: int) -> OperandConstraint:
+    fact = origin.attached(OPERAND, (instr, operand), layout, priority, mandatory, dfs, round_)
+    return OperandConstraint(layout, mandatory, dfs, priority, fact, round_, instr=instr, operand=operand)
+
+
+def new_result(comp: int, layouts: tuple[Layout | None, ...], priority: int, origin: Origin,
+               round_: int) -> ResultConstraint:
+    fact = origin.attached(RESULT, (comp,), layouts, priority, True, True, round_)
+    return ResultConstraint((), True, True, priority, fact, round_, comp=comp, layouts=layouts)
 
 
 @dataclass(slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout as L
-from .constraints import BufferConstraint, Constraint, OperandConstraint, ResultConstraint
+from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
 from .graph import Graph, Value
 from .propagation import Assignment, CopyGroup, Engine, copy_groups
 
@@ -223,44 +223,38 @@ def describe_use(g: Graph, iid: int, operand: int) -> str:
     return f"operand {operand} of {ins.op}{where}"
 
 
-def link_of(g: Graph, c: Constraint) -> Link:
-    if isinstance(c, BufferConstraint):
-        subject = describe_value(g, c.buffer)
-        layout = L.format_layout(c.layout)
-        kind = "buffer"
-    elif isinstance(c, OperandConstraint):
-        subject = describe_use(g, c.instr, c.operand)
-        layout = L.format_layout(c.layout)
-        kind = "operand"
+def link_of(g: Graph, f: Origin) -> Link:
+    """A reader's view of one fact: what was set, by which rule, how strongly."""
+    if f.kind == BUFFER:
+        subject = describe_value(g, f.target[0])
+        layout = L.format_layout(f.layout)
+    elif f.kind == OPERAND:
+        subject = describe_use(g, f.target[0], f.target[1])
+        layout = L.format_layout(f.layout)
     else:
-        assert isinstance(c, ResultConstraint)
-        comp = g.comps[c.comp]
+        comp = g.comps[f.target[0]]
         subject = f"results of @{comp.name}" if comp.is_entry else f"results of {comp.name}"
-        layout = ", ".join(L.format_layout(x) if x is not None else "free" for x in c.layouts)
-        kind = "result"
-    note = c.origin.note
-    if c.origin.instr is not None and c.origin.rule not in ("default-layout", "entry-parameter", "consumer-demand"):
-        via = g.instrs[c.origin.instr]
+        layout = ", ".join(L.format_layout(x) if x is not None else "free" for x in f.layout)
+    note = f.note
+    if f.instr is not None and f.rule not in ("default-layout", "entry-parameter", "consumer-demand"):
+        via = g.instrs[f.instr]
         if via.op not in ("parameter", "root") and not note:
             note = f"via {via.op}" + (f" at {via.loc}" if via.loc else "")
-    return Link(kind, subject, layout, c.origin.rule, c.priority, c.mandatory, c.round, note)
+    return Link(f.kind, subject, layout, f.rule, f.priority, f.mandatory, f.round, note)
 
 
 def chain(g: Graph, c: Constraint | None) -> list[Link]:
     """The constraint and its ancestors, from ``c`` back to the source."""
     out: list[Link] = []
-    node = c
-    while node is not None and len(out) < 200:
+    node = c.origin if c is not None else None
+    while node is not None:
         out.append(link_of(g, node))
-        node = node.origin.parent
+        node = node.parent
     return out
 
 
 def source_rule(c: Constraint | None) -> str:
-    node = c
-    while node is not None and node.origin.parent is not None:
-        node = node.origin.parent
-    return node.origin.rule if node is not None else "unknown"
+    return c.origin.source().rule if c is not None else "unknown"
 
 
 # --- loops -------------------------------------------------------------------
@@ -402,13 +396,13 @@ class _Fixer:
         out: list[tuple[str, int, Any]] = []
         producer = self.a.buffer_constraints.get(g.values[group.value].buffer)
         for node in _ancestry(producer):
-            if node.origin.rule == "entry-parameter" and isinstance(node, BufferConstraint):
-                i = g.instrs[g.values[node.buffer].producer].attrs["number"]
+            if node.rule == "entry-parameter" and node.kind == BUFFER:
+                i = g.instrs[g.values[node.target[0]].producer].attrs["number"]
                 if self._pinned(g.entry_param_modes, i):
                     out.append(("auto-parameter", i, "auto"))
                     out.append(("pin-parameter", i, group.dst))
         for node in _ancestry(group.edges[0].demand):
-            if node.origin.rule == "entry-result":
+            if node.rule == "entry-result":
                 for e in group.edges:
                     root = g.instrs[e.consumer]
                     if root.op == "root" and g.comps[root.comp].is_entry:
@@ -468,10 +462,10 @@ def _fix_text(change: str, i: int, mode: Any) -> str:
 
 
 def _ancestry(c: Constraint | None):
-    node = c
+    node = c.origin if c is not None else None
     while node is not None:
         yield node
-        node = node.origin.parent
+        node = node.parent
 
 
 # --- building ----------------------------------------------------------------
@@ -615,12 +609,10 @@ def render_trace(a: Assignment) -> str:
         c = link_of(g, ev.constraint)
         dfs = "dfs" if ev.constraint.dfs else "bfs"
         flags = f"{'mandatory' if c.mandatory else 'derived'}, {dfs}, priority {c.priority}"
-        lines.append(f"  pop {n}: {c.kind} {c.subject} = {c.layout}  [{c.rule}; {flags}]")
+        lines.append(f"  pop {n}: {c.subject} = {c.layout}  [{c.kind}; {c.rule}; {flags}]")
         for d in ev.derived:
             dl = link_of(g, d)
-            was = ""
-            if isinstance(d, BufferConstraint) and d.history:
-                was = f" (was {L.format_layout(d.history[-1])})"
-            lines.append(f"      + {dl.kind} {dl.subject} = {dl.layout}{was}  [{dl.rule}; "
+            was = f" (was {L.format_layout(d.was)})" if d.was is not None else ""
+            lines.append(f"      + {dl.subject} = {dl.layout}{was}  [{dl.kind}; {dl.rule}; "
                          f"{'mandatory' if dl.mandatory else 'derived'}, priority {dl.priority}]")
     return "\n".join(lines) + "\n"

@@ -13,7 +13,6 @@ the chain from any copy back to its sources.
 
 from __future__ import annotations
 
-import copy
 import heapq
 from collections import deque
 from dataclasses import dataclass, field
@@ -22,6 +21,9 @@ from typing import TYPE_CHECKING, Callable
 from . import layout as L
 from .constraints import (
     BEGINNING_PRIORITY,
+    new_buffer,
+    new_operand,
+    new_result,
     DEFAULT_PRIORITY,
     GIVEN_PRIORITY,
     NUMBER_OF_ROUNDS,
@@ -42,12 +44,12 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class TraceEvent:
-    """One worklist pop: what was popped and what it added."""
+    """One worklist pop: the popped constraint as it was, and what its propagation set."""
 
     round: int
     comp: int
-    constraint: Constraint
-    derived: list[Constraint]
+    constraint: Origin
+    derived: list[Origin]
 
 
 @dataclass
@@ -254,7 +256,7 @@ class Engine:
             )
         c = self.bc.get(buffer)
         if c is None:
-            c = BufferConstraint(layout, mandatory, dfs, priority, origin, self.round, buffer=buffer)
+            c = new_buffer(buffer, layout, mandatory, dfs, priority, origin, self.round)
             self.bc[buffer] = c
         else:
             producer = self.g.instrs[v.producer]
@@ -268,7 +270,7 @@ class Engine:
         for out_index, operand_no in aliases:
             if out_index == position:
                 self.set_operand_layout(layout, producer.id, operand_no, mandatory, dfs, priority,
-                                        Origin("custom-call-alias", producer.id, c.frozen()))
+                                        Origin("custom-call-alias", producer.id, c.origin))
 
     def set_operand_layout(self, layout: L.Layout, iid: int, n: int, mandatory: bool, dfs: bool,
                            priority: int, origin: Origin) -> None:
@@ -300,15 +302,15 @@ class Engine:
             if cur.priority > priority:
                 return
         if cur is None:
-            c = OperandConstraint(layout, mandatory, dfs, priority, origin, self.round, instr=iid, operand=n)
+            c = new_operand(iid, n, layout, mandatory, dfs, priority, origin, self.round)
             self.oc[(iid, n)] = c
         else:
             # XLA keeps one slot per (instruction, operand) and queues pointers
             # to it: an entry still waiting in the worklist propagates the
             # replacement, not the layout it was queued with.
             c = cur
-            c.layout, c.mandatory, c.dfs, c.priority = layout, mandatory, dfs, priority
-            c.origin, c.round, c._snapshot = origin, self.round, None
+            c.layout, c.mandatory, c.dfs, c.priority, c.round = layout, mandatory, dfs, priority, self.round
+            c.origin = origin.attached("operand", (iid, n), layout, priority, mandatory, dfs, self.round)
         self._push(c)
 
     def _operand(self, ins: Instruction, n: int) -> Value:
@@ -353,8 +355,8 @@ class Engine:
     def _drain(self, work: deque[Constraint], popped: Constraint | None) -> None:
         if self.trace is not None and popped is not None:
             # Constraints change in place later; the trace keeps them as they were.
-            self.trace.append(TraceEvent(self.round, self.comp, _snapshot(popped),
-                                         [_snapshot(c) for c in self.added]))
+            self.trace.append(TraceEvent(self.round, self.comp, popped.origin,
+                                         [c.origin for c in self.added]))
         for c in self.added:
             if c.dfs:
                 work.appendleft(c)
@@ -388,22 +390,22 @@ class Engine:
                     continue
                 if ov.rank == v.rank:
                     self.set_operand_layout(c.layout, ins.id, n, True, True, self.current_priority,
-                                            Origin("same-layout-operand", ins.id, c.frozen()))
+                                            Origin("same-layout-operand", ins.id, c.origin))
                 elif rule.hlo == "bitcast_convert":
                     lay = _bitcast_convert_operand_layout(c.layout, ov.rank)
                     self.set_operand_layout(lay, ins.id, n, True, True, self.current_priority,
-                                            Origin("bitcast-convert-rank-change", ins.id, c.frozen()))
+                                            Origin("bitcast-convert-rank-change", ins.id, c.origin))
             elif rule.broadcast:
                 lay = rule.operand_from_output(g, ins, n, c.layout)  # type: ignore[misc]
                 if lay is not None:
                     self.set_operand_layout(lay, ins.id, n, True, dfs_for(g, ins, rule), self.current_priority,
-                                            Origin("broadcast-operand", ins.id, c.frozen()))
+                                            Origin("broadcast-operand", ins.id, c.origin))
             elif top_level:
                 derive = self.target.operand_from_output(g, ins, n, c.layout, rule)
                 if derive is not None:
                     lay, name = derive
                     self.set_operand_layout(lay, ins.id, n, rule.always_backward, dfs_for(g, ins, rule),
-                                            self.current_priority, Origin(name, ins.id, c.frozen()))
+                                            self.current_priority, Origin(name, ins.id, c.origin))
 
     def _buffer_to_uses(self, c: BufferConstraint, v: Value) -> None:
         g = self.g
@@ -413,7 +415,7 @@ class Engine:
                 if uins.op == "root" or self.forwards_operand(user, n):
                     continue
                 self.set_operand_layout(c.layout, user, n, False, True, c.priority,
-                                        Origin("producer-layout", user, c.frozen()))
+                                        Origin("producer-layout", user, c.origin))
         # While back edge: the body's result nudges the body parameter it feeds.
         comp = g.comps[g.instrs[v.producer].comp]
         if comp.kind == "body" and comp.caller is not None:
@@ -423,7 +425,7 @@ class Engine:
                     if user == root.id and p < len(comp.params):
                         param_value = g.instrs[comp.params[p]].results[0]
                         self.set_buffer_layout(c.layout, param_value, False, True, self.current_priority,
-                                               Origin("while-back-edge", comp.caller, c.frozen()))
+                                               Origin("while-back-edge", comp.caller, c.origin))
 
     def _aliases(self, v: Value) -> list[Value]:
         """Array values that point at ``v``'s buffer (itself, forwarded results, tuple elements)."""
@@ -445,7 +447,7 @@ class Engine:
             if (operand_no == c.operand and out_index < len(leaves)
                     and g.values[leaves[out_index]].is_array):
                 self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                       dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c.frozen()))
+                                       dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c.origin))
         if ins.attrs.get("layout_constrained"):
             return
         if rule.tuple_operand:
@@ -453,7 +455,7 @@ class Engine:
         if rule.hlo == "all_reduce":
             r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
-                                   Origin("all-reduce-operand", ins.id, c.frozen()))
+                                   Origin("all-reduce-operand", ins.id, c.origin))
         tuple_shaped = self.tuple_shaped(ins)
         if rule.can_change and tuple_shaped and rule.hlo != "reduce":
             return
@@ -472,12 +474,12 @@ class Engine:
                 if m == c.operand or not sv.is_array or sv.rank != ov.rank or sv.rank <= 1:
                     continue
                 self.set_operand_layout(c.layout, ins.id, m, True, True, c.priority,
-                                        Origin("same-layout-sibling", ins.id, c.frozen()))
+                                        Origin("same-layout-sibling", ins.id, c.origin))
             for r in leaves:
                 rv = g.values[r]
                 if rv.is_array and rv.rank == ov.rank and rv.buffer == r:
                     self.set_buffer_layout(c.layout, r, True, True, c.priority,
-                                           Origin("same-layout-result", ins.id, c.frozen()))
+                                           Origin("same-layout-result", ins.id, c.origin))
             return
         for r_index, r in enumerate(ins.results):
             rv = g.values[r]
@@ -487,7 +489,7 @@ class Engine:
             if derive is not None:
                 lay, name = derive
                 self.set_buffer_layout(lay, r, rule.always_forward, dfs_for(g, ins, rule), c.priority,
-                                       Origin(name, ins.id, c.frozen()))
+                                       Origin(name, ins.id, c.origin))
 
     def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
         """A demand on a use asks the value's producer for the same layout."""
@@ -496,7 +498,7 @@ class Engine:
         if self.rule(producer.id).hlo == "reduce" and len(self.leaves[producer.id]) > 1:
             return  # XLA never lets a variadic reduce's outputs take use demands
         self.set_buffer_layout(layout, buf.id, False, True, priority,
-                               Origin("consumer-demand", producer.id, parent.frozen()))
+                               Origin("consumer-demand", producer.id, parent.origin))
 
     def _propagate_result(self, c: ResultConstraint) -> None:
         root = self.g.instrs[self.g.comps[c.comp].root]
@@ -578,16 +580,13 @@ class Engine:
             cl.results = list(self.conditional_mismatch[c])
             cl.priority = self.current_priority + NUMBER_OF_ROUNDS
             cl.result_set = True
-            self._push(ResultConstraint((), True, True, cl.priority,
-                                        Origin("branch-result-agreement", comp.caller), self.round,
-                                        comp=c, layouts=tuple(cl.results)))
+            self._push(new_result(c, tuple(cl.results), cl.priority,
+                                  Origin("branch-result-agreement", comp.caller), self.round))
         elif (is_entry and any(x is not None for x in cl.params + cl.results)
               and any(x is not None for x in cl.results)) or (
                 self.current_priority > BEGINNING_PRIORITY and (is_entry or cl.result_set)):
             why = "entry-result" if is_entry else "computation-result"
-            self._push(ResultConstraint((), True, True, cl.priority,
-                                        Origin(why, comp.root), self.round, comp=c,
-                                        layouts=tuple(cl.results)))
+            self._push(new_result(c, tuple(cl.results), cl.priority, Origin(why, comp.root), self.round))
         # 4. Backend rules, then layout-constrained custom calls.
         self.target.add_backend_constraints(self, c)
         for iid in comp.instrs:
@@ -849,9 +848,9 @@ class Engine:
             arrays = [i for i, v in enumerate(root.operands) if g.values[v].is_array]
             if any(cl.results[i] is None for i in arrays):
                 continue
-            demand = ResultConstraint((), True, True, cl.priority,
-                                      Origin("entry-result" if comp.is_entry else "computation-result", comp.root),
-                                      self.round, comp=comp.id, layouts=tuple(cl.results))
+            demand = new_result(comp.id, tuple(cl.results), cl.priority,
+                                Origin("entry-result" if comp.is_entry else "computation-result", comp.root),
+                                self.round)
             for i in arrays:
                 vid = root.operands[i]
                 want, have = cl.results[i], layouts[vid]
@@ -871,13 +870,6 @@ class Engine:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace)
-
-
-def _snapshot(c: Constraint) -> Constraint:
-    snap = copy.copy(c)
-    if isinstance(snap, BufferConstraint):
-        snap.history = list(snap.history)
-    return snap
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:

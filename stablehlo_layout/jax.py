@@ -1,0 +1,610 @@
+"""The JAX front door: run the layout pass on a JAX function and check it against XLA.
+
+    from jax.experimental.layout import Layout
+    from stablehlo_layout.jax import analyze
+
+    a = analyze(f, x, w, in_layouts=[Layout((1, 0)), Layout.AUTO], verify=True)
+    a            # a table: entry layouts (XLA and JAX order), every copy, why, fix
+    a.copies     # explain.CopyReport objects; a.copies[0].explain() is the full story
+    a.verified   # True when XLA:CPU chose the same entry layouts
+
+Two orders are in play.  XLA's ``minor_to_major`` lists the fastest-varying
+dimension first; JAX's ``Layout(major_to_minor)`` is the same list reversed.
+For a 2-D array, XLA ``{0,1}`` == ``Layout((1, 0))`` == column-major.
+
+How layouts reach the module: ``jax.jit(fn, in_shardings=Format(...),
+out_shardings=Format(...))`` records them and lowering writes them as
+``mhlo.layout_mode`` on ``@main``'s arguments and results: ``"auto"`` for
+``Layout.AUTO``, ``"{0,1}"`` for a concrete layout, nothing for ``None`` or for
+a layout equal to the default (jax drops those, which means the same thing).
+``jax.export`` keeps these attributes in 0.10.2 (checked: the exported module
+text carries the same ``mhlo.layout_mode`` strings as ``.lower().as_text()``),
+so this module exports rather than lowers: the serialized export is also what
+the CLI reads.
+
+jax is imported lazily: ``import stablehlo_layout`` must not pay for it, and
+only users who have a JAX function to analyze import this module.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import inspect
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import layout as L
+from .errors import InputError
+
+__all__ = [
+    "JaxAnalysis",
+    "EntryLayout",
+    "analyze",
+    "module_from_reference",
+    "load_reference",
+    "is_reference",
+    "shape_dtype_struct",
+]
+
+Layout = tuple[int, ...]
+
+
+# --------------------------------------------------------------------------
+# Shape strings <-> dtypes
+
+
+def _dtype_name(xla: str) -> str | None:
+    """numpy/ml_dtypes name for an XLA element type, e.g. s32 -> int32, f8e4m3fn -> float8_e4m3fn."""
+    if xla == "pred":
+        return "bool"
+    if xla == "bf16":
+        return "bfloat16"
+    m = re.fullmatch(r"([suf])(\d+)", xla)
+    if m:
+        return {"s": "int", "u": "uint", "f": "float"}[m.group(1)] + m.group(2)
+    m = re.fullmatch(r"c(64|128)", xla)
+    if m:
+        return "complex" + m.group(1)
+    m = re.fullmatch(r"f([48])(e\w+)", xla)
+    if m:
+        return f"float{m.group(1)}_{m.group(2)}"
+    return None
+
+
+def _xla_element(dtype: Any) -> str:
+    import numpy as np
+
+    name = np.dtype(dtype).name
+    if name == "bool":
+        return "pred"
+    if name == "bfloat16":
+        return "bf16"
+    m = re.fullmatch(r"(u?int|float|complex)(\d+)(?:_(\w+))?", name)
+    if not m:
+        return name
+    kind, bits, rest = m.groups()
+    prefix = {"int": "s", "uint": "u", "float": "f", "complex": "c"}[kind]
+    return f"{prefix}{bits}{rest or ''}"
+
+
+def _shape_text(shape: Sequence[int], dtype: Any) -> str:
+    return f"{_xla_element(dtype)}[{','.join(map(str, shape))}]"
+
+
+_ARG_SPEC = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]\s*(\{[^}]*\})?\s*")
+
+
+@dataclass(frozen=True)
+class _ArgSpec:
+    shape: tuple[int, ...]
+    dtype: Any
+    layout: Layout | None  # XLA minor_to_major, None = default
+
+
+def _parse_arg_spec(spec: str) -> _ArgSpec:
+    """Parse ``f32[8,128]`` or ``f32[8,128]{0,1}``; ValueError with one clear reason."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    m = _ARG_SPEC.fullmatch(spec)
+    if m is None:
+        raise ValueError(f"{spec!r} is not an XLA array shape such as 'f32[8,128]' or 'f32[8,128]{{0,1}}'")
+    element, dims_text, layout_text = m.groups()
+    name = _dtype_name(element)
+    dtype = getattr(jnp, name, None) if name else None
+    if dtype is None:
+        raise ValueError(f"{spec!r}: unknown element type {element!r} (expected e.g. f32, bf16, s32, pred)")
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 8 and dtype.kind in "iuf" and not jax.config.jax_enable_x64:
+        raise ValueError(f"{spec!r}: {element} needs 64-bit mode (set JAX_ENABLE_X64=1)")
+    if dtype.kind == "c" and dtype.itemsize == 16 and not jax.config.jax_enable_x64:
+        raise ValueError(f"{spec!r}: {element} needs 64-bit mode (set JAX_ENABLE_X64=1)")
+    dims: list[int] = []
+    for d in (x.strip() for x in dims_text.split(",")) if dims_text.strip() else ():
+        if not d.isdigit():
+            what = "dynamic dimensions are not supported" if "?" in d else f"dimension {d!r} is not a non-negative integer"
+            raise ValueError(f"{spec!r}: {what}")
+        dims.append(int(d))
+    layout: Layout | None = None
+    if layout_text is not None:
+        if ":" in layout_text:
+            raise ValueError(f"{spec!r}: tiled layouts are not supported")
+        try:
+            layout = L.parse_layout(layout_text)
+        except ValueError as e:
+            raise ValueError(f"{spec!r}: {e}") from None
+        if len(layout) != len(dims):
+            raise ValueError(f"{spec!r}: layout {layout_text} has {len(layout)} entries but the shape "
+                             f"has rank {len(dims)}")
+        if not L.is_permutation(layout, len(dims)):
+            raise ValueError(f"{spec!r}: layout {layout_text} is not a permutation of "
+                             f"0..{len(dims) - 1}")
+    return _ArgSpec(tuple(dims), dtype, layout)
+
+
+def shape_dtype_struct(spec: str):
+    """A ``jax.ShapeDtypeStruct`` for an XLA shape string (its layout, if any, is ignored)."""
+    import jax
+
+    s = _parse_arg_spec(spec)
+    return jax.ShapeDtypeStruct(s.shape, s.dtype)
+
+
+# --------------------------------------------------------------------------
+# Layout requests
+
+
+def _device():
+    import jax
+
+    return jax.devices()[0]
+
+
+def _request(value: Any, aval: Any, what: str) -> tuple[Any, str]:
+    """(the Format or None to give jit, the request as text: default / auto / {..})."""
+    from jax.experimental.layout import Format
+    from jax.experimental.layout import Layout as JaxLayout
+    from jax.sharding import SingleDeviceSharding
+
+    if isinstance(value, str) and value in ("default", "auto"):
+        value = None if value == "default" else JaxLayout.AUTO
+    if value is None:
+        return None, "default"
+    if isinstance(value, Format):
+        lay, sharding = value.layout, value.sharding
+    elif value is JaxLayout.AUTO or isinstance(value, JaxLayout):
+        lay, sharding = value, None
+    else:
+        raise TypeError(f"{what}: expected a jax Layout, Format, Layout.AUTO or None, got {value!r}")
+    if lay is None:
+        return (value if sharding is not None else None), "default"
+    if lay is JaxLayout.AUTO:
+        return Format(lay, sharding), "auto"
+    m2m = tuple(lay.major_to_minor)
+    rank = len(aval.shape)
+    if not L.is_permutation(m2m, rank):
+        raise ValueError(f"{what}: Layout(major_to_minor={m2m}) is not a permutation of "
+                         f"0..{rank - 1} for shape {_shape_text(aval.shape, aval.dtype)}")
+    # A concrete Layout needs a concrete sharding; one device is what we analyze.
+    fmt = Format(lay, sharding if sharding is not None else SingleDeviceSharding(_device()))
+    return fmt, L.format_layout(L.from_major_to_minor(m2m))
+
+
+def _flat_requests(spec: Any, avals: list[Any], what: str) -> tuple[list[Any], list[str]]:
+    from jax.experimental.layout import Format
+    from jax.experimental.layout import Layout as JaxLayout
+
+    single = spec is None or isinstance(spec, (str, Format, JaxLayout)) or spec is JaxLayout.AUTO
+    if single:
+        values = [spec] * len(avals)
+    else:
+        values = list(spec)
+        if len(values) != len(avals):
+            raise ValueError(f"{what}: got {len(values)} layouts for {len(avals)} flat "
+                             f"{'arguments' if what == 'in_layouts' else 'outputs'}")
+    pairs = [_request(v, a, f"{what}[{i}]") for i, (v, a) in enumerate(zip(values, avals))]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+def _as_struct(x: Any):
+    import jax
+
+    if isinstance(x, jax.ShapeDtypeStruct):
+        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+
+
+# --------------------------------------------------------------------------
+# The analysis
+
+
+@dataclass
+class EntryLayout:
+    """One entry parameter or result: what was asked for, what we chose, what XLA chose."""
+
+    kind: str  # "parameter" | "result"
+    index: int
+    shape: str  # XLA shape string without layout, e.g. f32[8,128]
+    requested: str  # "default" | "auto" | "{0,1}"
+    minor_to_major: Layout | None
+    xla: Layout | None = None  # XLA's choice (minor_to_major) when verified
+
+    @property
+    def major_to_minor(self) -> Layout | None:
+        return None if self.minor_to_major is None else L.to_major_to_minor(self.minor_to_major)
+
+    @property
+    def agrees(self) -> bool | None:
+        return None if self.xla is None else self.xla == self.minor_to_major
+
+
+@dataclass
+class JaxAnalysis:
+    """The pass run on one JAX function: rewritten module, entry layouts, explained copies."""
+
+    name: str
+    module: Any  # ir.Module, rewritten in place by the pass
+    result: Any  # assignment.LayoutResult
+    explanation: Any  # explain.Explanation
+    params: list[EntryLayout]
+    results: list[EntryLayout]
+    exported: Any  # jax.export.Exported of the function, before the pass
+    target: str
+    entry_layouts: str
+    warnings: list[str] = field(default_factory=list)
+    verified: bool | None = None  # None: not checked (verify=False)
+    xla_entry_params: list[Layout | None] | None = None
+    xla_entry_results: list[Layout | None] | None = None
+    mismatches: list[str] = field(default_factory=list)
+    context: Any = None  # the MLIR context the module lives in (kept alive with it)
+
+    # -- the numbers -------------------------------------------------------
+
+    @property
+    def text(self) -> str:
+        from . import mlir
+
+        return mlir.print_module(self.module)
+
+    @property
+    def assignment(self):
+        return self.result.assignment
+
+    @property
+    def copies(self) -> list[Any]:
+        return list(self.explanation.copies)
+
+    @property
+    def entry_params(self) -> list[Layout | None]:
+        """Chosen parameter layouts, XLA minor_to_major."""
+        return [p.minor_to_major for p in self.params]
+
+    @property
+    def entry_results(self) -> list[Layout | None]:
+        """Chosen result layouts, XLA minor_to_major."""
+        return [r.minor_to_major for r in self.results]
+
+    @property
+    def in_major_to_minor(self) -> list[Layout | None]:
+        """Chosen parameter layouts in JAX order (``Layout(major_to_minor)``)."""
+        return [p.major_to_minor for p in self.params]
+
+    @property
+    def out_major_to_minor(self) -> list[Layout | None]:
+        """Chosen result layouts in JAX order."""
+        return [r.major_to_minor for r in self.results]
+
+    def jax_in_layouts(self) -> list[Any]:
+        """The chosen parameter layouts as jax ``Layout`` objects, ready for ``Format``."""
+        from jax.experimental.layout import Layout as JaxLayout
+
+        return [None if m is None else JaxLayout(m) for m in self.in_major_to_minor]
+
+    def jax_out_layouts(self) -> list[Any]:
+        from jax.experimental.layout import Layout as JaxLayout
+
+        return [None if m is None else JaxLayout(m) for m in self.out_major_to_minor]
+
+    # -- rendering -------------------------------------------------------
+
+    def _entry_rows(self) -> tuple[list[str], list[list[str]]]:
+        head = ["entry", "shape", "requested", "chosen (XLA m2m)", "JAX major_to_minor"]
+        if self.verified is not None:
+            head.append("XLA:CPU chose")
+        rows = []
+        for e in [*self.params, *self.results]:
+            row = [f"{'param' if e.kind == 'parameter' else 'result'} {e.index}", e.shape, e.requested,
+                   _fmt(e.minor_to_major), str(e.major_to_minor) if e.major_to_minor is not None else "-"]
+            if self.verified is not None:
+                row.append(_fmt(e.xla) + ("" if e.agrees in (None, True) else "  MISMATCH"))
+            rows.append(row)
+        return head, rows
+
+    def _copy_rows(self) -> tuple[list[str], list[list[str]]]:
+        from .explain import rule_text
+
+        head = ["copy", "shape", "from -> to", "bytes", "producer -> consumer", "reason", "fix"]
+        rows = []
+        for c in self.copies:
+            consumers = ", ".join(x["use"] for x in c.consumers)
+            if c.fix is not None:
+                fix = c.fix.description
+            else:
+                fix = c.fix_note or "-"
+            rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}", str(c.bytes),
+                         f"{c.producer['value']} -> {consumers}", f"{rule_text(c.reason)} ({c.reason})", fix])
+        return head, rows
+
+    def _headline(self) -> str:
+        n = len(self.copies)
+        total = sum(c.bytes for c in self.copies)
+        line = (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {total} B "
+                f"(target {self.target}, entry layouts {self.entry_layouts})")
+        if self.verified is True:
+            line += "; entry layouts verified against XLA"
+        elif self.verified is False:
+            line += f"; {len(self.mismatches)} entry layout(s) differ from XLA"
+        return line
+
+    def __repr__(self) -> str:
+        out = [self._headline(), ""]
+        out += _text_table(*self._entry_rows())
+        if self.copies:
+            out += [""] + _text_table(*self._copy_rows())
+        else:
+            out += ["", "no copies"]
+        for m in self.mismatches:
+            out.append(f"mismatch: {m}")
+        for w in self.warnings:
+            out.append(w)
+        return "\n".join(out)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        parts = [f"<div class='stablehlo-layout'><p><b>{e(self._headline())}</b></p>"]
+        for head, rows in (self._entry_rows(), self._copy_rows()):
+            if not rows:
+                continue
+            parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
+            for row in rows:
+                parts.append("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>")
+            parts.append("</tbody></table>")
+        if not self.copies:
+            parts.append("<p>no copies</p>")
+        for m in self.mismatches:
+            parts.append(f"<p>mismatch: {e(m)}</p>")
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def _fmt(layout: Layout | None) -> str:
+    return "-" if layout is None else L.format_layout(layout)
+
+
+def _text_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return [line(head), line(["-" * w for w in widths]), *map(line, rows)]
+
+
+def _jitted(fn: Callable, in_formats, out_formats):
+    import jax
+
+    # keep_unused: an unused argument would otherwise vanish from @main and the
+    # entry layouts would no longer line up with the flat arguments.
+    return jax.jit(fn, in_shardings=in_formats, out_shardings=out_formats, keep_unused=True)
+
+
+def _trees(fn: Callable, args: Sequence[Any], in_layouts: Any, out_layouts: Any):
+    """Flat avals and layout requests, and the same requests as pytrees for jit."""
+    import jax
+
+    structs = [jax.tree.map(_as_struct, a) for a in args]
+    flat_in, in_tree = jax.tree.flatten(tuple(structs))
+    out_shape = jax.eval_shape(fn, *structs)
+    flat_out, out_tree = jax.tree.flatten(out_shape)
+    in_f, in_req = _flat_requests(in_layouts, flat_in, "in_layouts")
+    out_f, out_req = _flat_requests(out_layouts, flat_out, "out_layouts")
+    in_formats = jax.tree.unflatten(in_tree, in_f)
+    out_formats = jax.tree.unflatten(out_tree, out_f)
+    return structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req
+
+
+def _export(fn: Callable, structs, in_formats, out_formats):
+    import jax
+
+    return jax.export.export(_jitted(fn, in_formats, out_formats))(*structs)
+
+
+def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any = None,
+            target: str = "xla-cpu", entry_layouts: str = "default", verify: bool = False,
+            fixes: bool = True) -> JaxAnalysis:
+    """Export ``fn`` at ``args``, run the layout pass on it, and explain every copy.
+
+    ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine).
+    ``in_layouts`` / ``out_layouts``: one value for every flat argument / output,
+    or a sequence with one per flat argument / output; each a jax ``Layout``,
+    ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).
+    ``verify=True`` also compiles ``fn`` on the local backend with the same
+    layouts and records whether XLA chose the entry layouts we did.
+    """
+    from . import mlir
+    from .assignment import assign_module
+    from .explain import explain
+
+    structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req = _trees(
+        fn, args, in_layouts, out_layouts)
+    exported = _export(fn, structs, in_formats, out_formats)
+    name = getattr(fn, "__name__", None) or repr(fn)
+    ctx = mlir.make_context()
+    module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
+    result = assign_module(module, target, entry_layouts)
+    explanation = explain(result.assignment, fixes=fixes)
+    a = result.assignment
+    params = [EntryLayout("parameter", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_params, i))
+              for i, (v, req) in enumerate(zip(flat_in, in_req))]
+    results = [EntryLayout("result", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_results, i))
+               for i, (v, req) in enumerate(zip(flat_out, out_req))]
+    warnings = list(result.warnings)
+    if len(a.entry_params) != len(flat_in) or len(a.entry_results) != len(flat_out):
+        warnings.append(f"note: @main has {len(a.entry_params)} parameters and {len(a.entry_results)} results "
+                        f"for {len(flat_in)} flat arguments and {len(flat_out)} flat outputs")
+    out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
+                      entry_layouts, warnings, context=ctx)
+    if verify:
+        _verify(out, fn, structs, in_formats, out_formats)
+    return out
+
+
+def _entry(layouts: Sequence[Layout | None], i: int) -> Layout | None:
+    return tuple(layouts[i]) if i < len(layouts) and layouts[i] is not None else None
+
+
+def _xla_layouts(formats: Any) -> list[Layout | None]:
+    import jax
+    from jax.experimental.layout import Format
+
+    flat = jax.tree.leaves(formats, is_leaf=lambda x: x is None or isinstance(x, Format))
+    out: list[Layout | None] = []
+    for f in flat:
+        lay = getattr(f, "layout", None)
+        m2m = getattr(lay, "major_to_minor", None)
+        out.append(None if m2m is None else L.from_major_to_minor(m2m))
+    return out
+
+
+def _verify(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats) -> None:
+    """Compile with XLA (same layouts) and compare its entry layouts with ours."""
+    import jax
+
+    compiled = _jitted(fn, in_formats, out_formats).lower(*structs).compile()
+    in_f, _kwargs = compiled.input_formats
+    a.xla_entry_params = _xla_layouts(in_f)
+    a.xla_entry_results = _xla_layouts(compiled.output_formats)
+    platform = jax.devices()[0].platform
+    a.mismatches = []
+    for entries, xla in ((a.params, a.xla_entry_params), (a.results, a.xla_entry_results)):
+        if len(entries) != len(xla):
+            a.mismatches.append(f"XLA reports {len(xla)} entry {entries[0].kind if entries else 'value'}s, "
+                                f"we have {len(entries)}")
+        for e, x in zip(entries, xla):
+            e.xla = x
+            if x != e.minor_to_major:
+                a.mismatches.append(
+                    f"{e.kind} {e.index} {e.shape} ({e.requested}): ours {_fmt(e.minor_to_major)}, "
+                    f"XLA:{platform.upper()} {_fmt(x)}")
+    a.verified = not a.mismatches
+
+
+# --------------------------------------------------------------------------
+# module:function references (the CLI's way in)
+
+_REFERENCE = re.compile(r"[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+
+
+def is_reference(text: str) -> bool:
+    """Whether a CLI INPUT is ``package.module:function`` rather than a file."""
+    return bool(_REFERENCE.fullmatch(text)) and not os.path.exists(text)
+
+
+def _resolve(ref: str) -> Callable:
+    if ":" not in ref:
+        raise InputError(ref, "expected MODULE:FUNCTION, e.g. examples.models:mlp")
+    mod_name, _, attr = ref.partition(":")
+    if not mod_name or not attr:
+        raise InputError(ref, "expected MODULE:FUNCTION, e.g. examples.models:mlp")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # so `examples.models` resolves from the repo root
+    try:
+        module = importlib.import_module(mod_name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and (mod_name == e.name or mod_name.startswith(e.name + ".")):
+            raise InputError(ref, f"cannot import module {mod_name!r}") from None
+        raise InputError(ref, f"cannot import module {mod_name!r}: {e}") from None
+    except Exception as e:  # the module itself failed while importing
+        raise InputError(ref, f"cannot import module {mod_name!r}: {type(e).__name__}: {e}") from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise InputError(ref, f"module {mod_name!r} has no function {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise InputError(ref, f"{attr!r} in module {mod_name!r} is not a function")
+    return obj
+
+
+def _check_arity(ref: str, fn: Callable, n: int) -> None:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # cannot tell
+    positional = [p for p in sig.parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    required_kw = [p for p in sig.parameters.values() if p.kind == p.KEYWORD_ONLY and p.default is p.empty]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in sig.parameters.values())
+    name = ref.partition(":")[2]
+    if required_kw:
+        raise InputError(ref, f"{name} has required keyword-only argument(s) "
+                              f"{', '.join(p.name for p in required_kw)}; --arg gives positional ones only")
+    if n < len(required) or (not varargs and n > len(positional)):
+        if varargs:
+            want = f"at least {len(required)}"
+        elif len(required) == len(positional):
+            want = str(len(positional))
+        else:
+            want = f"{len(required)} to {len(positional)}"
+        names = ", ".join(p.name for p in positional) + (", *args" if varargs else "")
+        raise InputError(ref, f"{name}({names}) takes {want} argument(s), got {n} --arg spec(s)")
+
+
+def _exported_reference(ref: str, arg_specs: Sequence[str]):
+    from jax.experimental.layout import Format
+    from jax.experimental.layout import Layout as JaxLayout
+    from jax.sharding import SingleDeviceSharding
+
+    fn = _resolve(ref)
+    specs = []
+    for i, text in enumerate(arg_specs, 1):
+        try:
+            specs.append(_parse_arg_spec(text))
+        except ValueError as e:
+            raise InputError(ref, f"--arg {i}: {e}") from None
+    _check_arity(ref, fn, len(specs))
+    import jax
+
+    structs = [jax.ShapeDtypeStruct(s.shape, s.dtype) for s in specs]
+    in_formats = tuple(
+        None if s.layout is None
+        else Format(JaxLayout(major_to_minor=L.to_major_to_minor(s.layout)), SingleDeviceSharding(_device()))
+        for s in specs)
+    try:
+        return _export(fn, structs, in_formats, None)
+    except Exception as e:
+        text = str(e).strip().splitlines()
+        detail = text[0] if text else ""
+        raise InputError(ref, f"cannot export with the given --arg shapes: {type(e).__name__}: {detail}") from None
+
+
+def module_from_reference(ref: str, arg_specs: Sequence[str]) -> bytes:
+    """Serialized ``jax.export`` artifact of ``module:function`` at the given argument shapes.
+
+    ``arg_specs`` are XLA shape strings, one per positional argument; a layout
+    (``f32[8,128]{0,1}``, minor_to_major) pins that argument, none means the
+    default.  The bytes load with ``mlir.load``.  Raises ``InputError(ref, reason)``.
+    """
+    return bytes(_exported_reference(ref, arg_specs).serialize())
+
+
+def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any):
+    """``module_from_reference`` loaded into ``ctx``: what the CLI calls for a reference INPUT."""
+    from . import mlir
+
+    return mlir.load(module_from_reference(ref, arg_specs), ref, ctx)
