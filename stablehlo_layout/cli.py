@@ -38,6 +38,9 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
+                   help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
+                        "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -77,7 +80,7 @@ def _assign(args: argparse.Namespace) -> int:
 
     target, warning = get_target(args.target)  # reject a bad name before reading input
     ctx = mlir.make_context()
-    module = mlir.read_input(args.input, ctx)
+    module = _read(args, ctx)
     result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
@@ -105,6 +108,16 @@ def render_pass_error(path: str, e: PassError) -> str:
     return f"{shown}: error: {msg}"
 
 
+def _read(args: argparse.Namespace, ctx):
+    """A file, stdin, or a JAX function ``MODULE:FUNCTION`` exported at the ``--arg`` shapes."""
+    from . import mlir
+    from .jax import is_reference, read_input_or_reference
+
+    if args.arg or is_reference(args.input):
+        return read_input_or_reference(args.input, args.arg, ctx)
+    return mlir.read_input(args.input, ctx)
+
+
 def _analysis(args: argparse.Namespace, trace: bool):
     from . import mlir
     from .assignment import analyze
@@ -112,7 +125,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
     target, warning = get_target(args.target)
     ctx = mlir.make_context()
-    module = mlir.read_input(args.input, ctx)
+    module = _read(args, ctx)
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)

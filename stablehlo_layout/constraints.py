@@ -55,6 +55,11 @@ class Origin:
 
     def attached(self, kind: str, target: tuple[int, ...], layout: tuple, priority: int,
                  mandatory: bool, dfs: bool, round_: int, was: Layout | None = None) -> "Origin":
+        if not self.kind:
+            # Fresh from its rule and not yet a fact: fill it in rather than copy.
+            self.kind, self.target, self.layout, self.priority = kind, target, layout, priority
+            self.mandatory, self.dfs, self.round, self.was = mandatory, dfs, round_, was
+            return self
         return Origin(self.rule, self.instr, self.parent, self.note, kind, target, layout,
                       priority, mandatory, dfs, round_, was)
 

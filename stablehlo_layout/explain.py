@@ -408,7 +408,7 @@ class _Fixer:
                     if root.op == "root" and g.comps[root.comp].is_entry:
                         if self._pinned(g.entry_result_modes, e.operand):
                             out.append(("auto-result", e.operand, "auto"))
-                            out.append(("pin-result", e.operand, group.src))
+                            out.append(("pin-result", e.operand, self.a.layouts[group.value]))
                 for i, mode in enumerate(g.entry_result_modes):
                     if self._pinned(g.entry_result_modes, i) and ("auto-result", i, "auto") not in out:
                         out.append(("auto-result", i, "auto"))

@@ -36,17 +36,15 @@ class Value:
     index: int  # result number, or parameter number
     buffer: int  # id of the value whose buffer this value points to
     uses: list[tuple[int, int]] = field(default_factory=list)  # (instruction, operand no)
-    pinned: Layout | None = None  # a layout the input already fixed (entry, custom call)
     # For a tuple value: its element values, in shape-index order.
     elements: list[int] | None = None
+    # Kept as fields, not properties: the engine reads them millions of times.
+    rank: int = 0
+    is_array: bool = False
 
-    @property
-    def rank(self) -> int:
-        return len(self.dims)
-
-    @property
-    def is_array(self) -> bool:
-        return self.kind == ARRAY
+    def retype(self, kind: str, element: str, dims: Dims) -> None:
+        self.kind, self.element, self.dims = kind, element, dims
+        self.rank, self.is_array = len(dims), kind == ARRAY
 
 
 @dataclass(slots=True)
@@ -95,7 +93,7 @@ class Graph:
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
         vid = len(self.values)
-        v = Value(vid, kind, element, dims, producer, index, vid)
+        v = Value(vid, kind, element, dims, producer, index, vid, rank=len(dims), is_array=kind == ARRAY)
         self.values.append(v)
         return v
 

@@ -244,7 +244,7 @@ class _Importer:
         p.scope = caller.scope
         pv = self._new_value(None, _NO_TYPE, p.id, len(c.params), comp)
         val = self.g.values[pv]
-        val.kind, val.element, val.dims = ov.kind, ov.element, ov.dims
+        val.retype(ov.kind, ov.element, ov.dims)
         p.results.append(pv)
         c.params.append(p.id)
         c.instrs.insert(len(c.params) - 1, p.id)

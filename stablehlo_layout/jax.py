@@ -48,6 +48,7 @@ __all__ = [
     "module_from_reference",
     "load_reference",
     "is_reference",
+    "read_input_or_reference",
     "shape_dtype_struct",
 ]
 
@@ -213,11 +214,14 @@ def _flat_requests(spec: Any, avals: list[Any], what: str) -> tuple[list[Any], l
 
 
 def _as_struct(x: Any):
+    """Shape and dtype only: a concrete array's own format is not a layout request."""
     import jax
+    import numpy as np
 
-    if isinstance(x, jax.ShapeDtypeStruct):
-        return jax.ShapeDtypeStruct(x.shape, x.dtype)
-    return jax.ShapeDtypeStruct(x.shape, x.dtype)
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return jax.ShapeDtypeStruct(tuple(x.shape), x.dtype)
+    arr = np.asarray(x)
+    return jax.ShapeDtypeStruct(arr.shape, jax.dtypes.canonicalize_dtype(arr.dtype))
 
 
 # --------------------------------------------------------------------------
@@ -608,3 +612,17 @@ def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any):
     from . import mlir
 
     return mlir.load(module_from_reference(ref, arg_specs), ref, ctx)
+
+
+def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any):
+    """What the CLI reads: a file (or ``-``) as before, or ``MODULE:FUNCTION`` exported at ``--arg`` shapes.
+
+    jax is imported only for a reference.  ``--arg`` with a file input is an error.
+    """
+    from . import mlir
+
+    if is_reference(input):
+        return load_reference(input, list(arg_specs or ()), ctx)
+    if arg_specs:
+        raise InputError(input, "--arg is only for MODULE:FUNCTION inputs such as examples.models:mlp")
+    return mlir.read_input(input, ctx)

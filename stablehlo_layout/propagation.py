@@ -122,13 +122,21 @@ class Engine:
         self.unconstrained: list[tuple[int, int]] = []
         self.comp = -1
         self.order_key = [0] * len(graph.values)
-        self._rules: list[OpRule | None] = [None] * len(graph.instrs)
+        # Per-instruction facts the hot loops read, computed once.
+        self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
+        self.all_operands = [ins.operands + ins.captures if ins.captures else ins.operands
+                             for ins in graph.instrs]
+        self.forwarding = [r.forwards for r in self.rules]
+        self.dfs_of = [dfs_for(graph, ins, r) if ins.op not in ("parameter", "root") else False
+                       for ins, r in zip(graph.instrs, self.rules)]
+        self.memo: dict[str, object] = {}  # per-run caches for targets
         # XLA's shape indices: an instruction's results with tuples flattened.
         self.leaves = [[leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
-        self.aliases: dict[int, list[int]] = {}
+        self.aliases: dict[int, list[Value]] = {}
         for v in graph.values:
             if v.is_array:
-                self.aliases.setdefault(v.buffer, []).append(v.id)
+                self.aliases.setdefault(v.buffer, []).append(v)
+        self.tshape = [self._tuple_shaped(ins) for ins in graph.instrs]
         self.comp_order = self._computation_order()
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
@@ -216,13 +224,9 @@ class Engine:
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:
         """The op's rule as the target sees it (a target may refine the table)."""
-        r = self._rules[iid]
-        if r is None:
-            r = self._rules[iid] = self.target.rule(self.g, self.g.instrs[iid])
-        return r
+        return self.rules[iid]
 
-    def tuple_shaped(self, ins: Instruction) -> bool:
-        """XLA sees this instruction's result as a tuple (so buffers are tuple elements)."""
+    def _tuple_shaped(self, ins: Instruction) -> bool:
         if ins.op == "parameter":
             kind = self.g.comps[ins.comp].kind
             return kind in ("body", "cond", "branch")
@@ -230,14 +234,15 @@ class Engine:
             return False
         if len(ins.results) != 1 or self.g.values[ins.results[0]].elements is not None:
             return True
-        return self.rule(ins.id).hlo == "while"
+        return self.rules[ins.id].hlo == "while"
+
+    def tuple_shaped(self, ins: Instruction) -> bool:
+        """XLA sees this instruction's result as a tuple (so buffers are tuple elements)."""
+        return self.tshape[ins.id]
 
     def forwards_operand(self, iid: int, n: int) -> bool:
         """The user aliases this operand's buffer into its own result (points-to)."""
-        ins = self.g.instrs[iid]
-        if not self.rule(ins.id).forwards:
-            return False
-        return n < len(ins.results)
+        return self.forwarding[iid] and n < len(self.g.instrs[iid].results)
 
     def _at_most_rank1(self, v: Value) -> bool:
         return not v.is_array or v.rank <= 1
@@ -258,11 +263,9 @@ class Engine:
         if c is None:
             c = new_buffer(buffer, layout, mandatory, dfs, priority, origin, self.round)
             self.bc[buffer] = c
-        else:
-            producer = self.g.instrs[v.producer]
-            if not c.update(layout, mandatory, dfs, priority, origin, self.round,
-                            buffer_is_array=not self.tuple_shaped(producer)):
-                return
+        elif not c.update(layout, mandatory, dfs, priority, origin, self.round,
+                          buffer_is_array=not self.tshape[v.producer]):
+            return
         self._push(c)
         producer = self.g.instrs[v.producer]
         aliases = producer.attrs.get("aliases", ())
@@ -275,22 +278,23 @@ class Engine:
     def set_operand_layout(self, layout: L.Layout, iid: int, n: int, mandatory: bool, dfs: bool,
                            priority: int, origin: Origin) -> None:
         g = self.g
-        ins = g.instrs[iid]
-        v = self._operand(ins, n)
+        operands = self.all_operands[iid]
+        v = g.values[operands[n]]
         if not v.is_array or v.rank == 0:
             return
         if len(layout) != v.rank:
-            raise PassError(f"layout {L.format_layout(layout)} has the wrong rank for operand {n}", ins.loc)
-        if self.forwards_operand(iid, n):
+            raise PassError(f"layout {L.format_layout(layout)} has the wrong rank for operand {n}",
+                            g.instrs[iid].loc)
+        if self.forwarding[iid] and n < len(g.instrs[iid].results):
             return
-        hlo = self.rule(ins.id).hlo
         if not mandatory:
             # XLA lets operand 0 decide a dynamic-update-slice, and a reshape of
             # a dynamic-slice, by weakening the other demands.
+            hlo = self.rules[iid].hlo
             if hlo == "dynamic_update_slice" and n > 0 and priority > DEFAULT_PRIORITY:
                 dfs = False
                 priority -= 1
-            elif hlo == "reshape" and self.rule(self._operand(ins, 0).producer).hlo == "dynamic_slice":
+            elif hlo == "reshape" and self.rules[g.values[operands[0]].producer].hlo == "dynamic_slice":
                 dfs = False
                 priority -= 1
         cur = self.oc.get((iid, n))
@@ -314,11 +318,7 @@ class Engine:
         self._push(c)
 
     def _operand(self, ins: Instruction, n: int) -> Value:
-        k = len(ins.operands)
-        return self.g.values[ins.operands[n] if n < k else ins.captures[n - k]]
-
-    def operand_ids(self, ins: Instruction) -> list[int]:
-        return ins.operands + ins.captures if ins.captures else ins.operands
+        return self.g.values[self.all_operands[ins.id][n]]
 
     def _push(self, c: Constraint) -> None:
         if c.dfs:
@@ -377,13 +377,14 @@ class Engine:
         ins = g.instrs[v.producer]
         if ins.op in ("parameter", "root"):
             return
-        if all(self._at_most_rank1(g.values[r]) for r in self.leaves[ins.id]):
+        values = g.values
+        if all(not values[r].is_array or values[r].rank <= 1 for r in self.leaves[ins.id]):
             return
-        rule = self.rule(ins.id)
-        top_level = not self.tuple_shaped(ins)
+        rule = self.rules[ins.id]
+        top_level = not self.tshape[ins.id]
         for n, ovid in enumerate(ins.operands):
-            ov = g.values[ovid]
-            if self._at_most_rank1(ov):
+            ov = values[ovid]
+            if not ov.is_array or ov.rank <= 1:
                 continue
             if not rule.can_change:
                 if rule.tuple_operand:
@@ -398,21 +399,22 @@ class Engine:
             elif rule.broadcast:
                 lay = rule.operand_from_output(g, ins, n, c.layout)  # type: ignore[misc]
                 if lay is not None:
-                    self.set_operand_layout(lay, ins.id, n, True, dfs_for(g, ins, rule), self.current_priority,
+                    self.set_operand_layout(lay, ins.id, n, True, self.dfs_of[ins.id], self.current_priority,
                                             Origin("broadcast-operand", ins.id, c.origin))
             elif top_level:
                 derive = self.target.operand_from_output(g, ins, n, c.layout, rule)
                 if derive is not None:
                     lay, name = derive
-                    self.set_operand_layout(lay, ins.id, n, rule.always_backward, dfs_for(g, ins, rule),
+                    self.set_operand_layout(lay, ins.id, n, rule.always_backward, self.dfs_of[ins.id],
                                             self.current_priority, Origin(name, ins.id, c.origin))
 
     def _buffer_to_uses(self, c: BufferConstraint, v: Value) -> None:
         g = self.g
-        for alias in self._aliases(v):
+        instrs, forwarding = g.instrs, self.forwarding
+        for alias in self.aliases[v.buffer]:
             for user, n in alias.uses:
-                uins = g.instrs[user]
-                if uins.op == "root" or self.forwards_operand(user, n):
+                uins = instrs[user]
+                if uins.op == "root" or (forwarding[user] and n < len(uins.results)):
                     continue
                 self.set_operand_layout(c.layout, user, n, False, True, c.priority,
                                         Origin("producer-layout", user, c.origin))
@@ -429,16 +431,16 @@ class Engine:
 
     def _aliases(self, v: Value) -> list[Value]:
         """Array values that point at ``v``'s buffer (itself, forwarded results, tuple elements)."""
-        return [self.g.values[a] for a in self.aliases.get(v.buffer, (v.id,))]
+        return self.aliases[v.buffer]
 
     def _propagate_operand(self, c: OperandConstraint) -> None:
         g = self.g
         ins = g.instrs[c.instr]
-        ov = self._operand(ins, c.operand)
-        if self._at_most_rank1(ov):
+        ov = g.values[self.all_operands[c.instr][c.operand]]
+        if not ov.is_array or ov.rank <= 1:
             return
         self._use_to_defs(ov, c.layout, c.priority, c)
-        rule = self.rule(ins.id)
+        rule = self.rules[c.instr]
         if ins.op == "root" or c.operand >= len(ins.operands):
             return  # root and implicit captures: nothing to derive inside the user
         # A custom call's output aliased to this operand follows it.
@@ -447,7 +449,7 @@ class Engine:
             if (operand_no == c.operand and out_index < len(leaves)
                     and g.values[leaves[out_index]].is_array):
                 self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                       dfs_for(g, ins, rule), c.priority, Origin("custom-call-alias", ins.id, c.origin))
+                                       self.dfs_of[ins.id], c.priority, Origin("custom-call-alias", ins.id, c.origin))
         if ins.attrs.get("layout_constrained"):
             return
         if rule.tuple_operand:
@@ -456,10 +458,9 @@ class Engine:
             r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
                                    Origin("all-reduce-operand", ins.id, c.origin))
-        tuple_shaped = self.tuple_shaped(ins)
-        if rule.can_change and tuple_shaped and rule.hlo != "reduce":
+        if rule.can_change and self.tshape[ins.id] and rule.hlo != "reduce":
             return
-        if self.forwards_operand(ins.id, c.operand):
+        if self.forwarding[ins.id] and c.operand < len(ins.results):
             return
         if rule.to_siblings:
             if rule.hlo == "concatenate":
@@ -488,17 +489,17 @@ class Engine:
             derive = self.target.output_from_operand(g, ins, c.operand, c.layout, r_index, rule)
             if derive is not None:
                 lay, name = derive
-                self.set_buffer_layout(lay, r, rule.always_forward, dfs_for(g, ins, rule), c.priority,
+                self.set_buffer_layout(lay, r, rule.always_forward, self.dfs_of[ins.id], c.priority,
                                        Origin(name, ins.id, c.origin))
 
     def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
         """A demand on a use asks the value's producer for the same layout."""
         buf = self.g.values[v.buffer]
-        producer = self.g.instrs[buf.producer]
-        if self.rule(producer.id).hlo == "reduce" and len(self.leaves[producer.id]) > 1:
+        producer = buf.producer
+        if self.rules[producer].hlo == "reduce" and len(self.leaves[producer]) > 1:
             return  # XLA never lets a variadic reduce's outputs take use demands
         self.set_buffer_layout(layout, buf.id, False, True, priority,
-                               Origin("consumer-demand", producer.id, parent.origin))
+                               Origin("consumer-demand", producer, parent.origin))
 
     def _propagate_result(self, c: ResultConstraint) -> None:
         root = self.g.instrs[self.g.comps[c.comp].root]

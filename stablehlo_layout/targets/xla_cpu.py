@@ -119,49 +119,79 @@ class XlaCpuTarget(Target):
         return None
 
     # -- the hook ------------------------------------------------------------
-    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+    def _plan(self, engine: "Engine") -> list[tuple | None]:
+        """What the backend demands of each instruction; the same in every round."""
+        plan = engine.memo.get("xla-cpu-plan")
+        if plan is not None:
+            return plan  # type: ignore[return-value]
         g = engine.g
-        prio = engine.current_priority
-        for iid in g.comps[comp].instrs:
-            ins = g.instrs[iid]
+        plan = []
+        for ins in g.instrs:
             if ins.op in ("parameter", "root"):
+                plan.append(None)
                 continue
             rule = rule_for(ins.op)
-            target_name = ins.attrs.get("target")
-            if (self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins)
-                    or target_name == "TopK"):
-                why = Origin("target:cpu-row-major-kernel", iid, None,
+            if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
+                why = Origin("target:cpu-row-major-kernel", ins.id, None,
                              f"{rule.hlo} is emitted as an Eigen/runtime kernel that reads row-major")
-                engine.set_instruction_layout(
-                    [L.default_layout(g.values[r].rank) if g.values[r].is_array else None for r in ins.results],
-                    iid, True, prio, why)
-                for n, vid in enumerate(ins.operands):
-                    v = g.values[vid]
-                    if v.is_array:
-                        engine.set_operand_layout(L.default_layout(v.rank), iid, n, True, True, prio, why)
+                results = [L.default_layout(g.values[r].rank) if g.values[r].is_array else None
+                           for r in engine.leaves[ins.id]]
+                operands = [(n, L.default_layout(g.values[v].rank)) for n, v in enumerate(ins.operands)
+                            if g.values[v].is_array]
+                plan.append(("row-major", why, results, operands))
                 continue
             col = self.column_major_operand(g, ins)
             if col is not None:
                 v = g.values[ins.operands[col]]
-                engine.set_operand_layout(tuple(range(v.rank)), iid, col, True, True, prio,
-                                          Origin("target:cpu-column-major-constant", iid, None,
-                                                 "a vector·matrix dot reads its constant matrix column-major"))
+                why = Origin("target:cpu-column-major-constant", ins.id, None,
+                             "a vector·matrix dot reads its constant matrix column-major")
+                plan.append(("column-major", why, col, L.intern(range(v.rank))))
                 continue
             if rule.hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
                 r = g.values[ins.results[0]]
                 if r.is_array:
                     dim = ins.attrs["dim"]
                     lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
-                    engine.set_instruction_layout([lay], iid, True, prio,
-                                                  Origin("target:cpu-collective-dim-major", iid, None,
-                                                         f"the {rule.hlo} dimension {dim} must be most major"))
+                    why = Origin("target:cpu-collective-dim-major", ins.id, None,
+                                 f"the {rule.hlo} dimension {dim} must be most major")
+                    plan.append(("collective", why, lay))
+                else:
+                    plan.append(None)
                 continue
             if rule.tuple_operand:
-                continue  # the operands are one HLO tuple, not arrays
-            why = Origin("target:cpu-row-major-operand", iid, None,
-                         "XLA:CPU reads every otherwise unconstrained operand row-major")
-            for n, vid in enumerate(ins.operands):
-                v = g.values[vid]
-                if not v.is_array or (iid, n) in engine.oc or engine.forwards_operand(iid, n):
-                    continue
-                engine.set_operand_layout(L.default_layout(v.rank), iid, n, True, True, prio, why)
+                plan.append(None)  # the operands are one HLO tuple, not arrays
+                continue
+            operands = [(n, L.default_layout(g.values[v].rank)) for n, v in enumerate(ins.operands)
+                        if g.values[v].is_array and not engine.forwards_operand(ins.id, n)]
+            plan.append(("catch-all", None, operands) if operands else None)
+        engine.memo["xla-cpu-plan"] = plan
+        return plan
+
+    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+        g = engine.g
+        prio = engine.current_priority
+        plan = self._plan(engine)
+        oc = engine.oc
+        for iid in g.comps[comp].instrs:
+            step = plan[iid]
+            if step is None:
+                continue
+            kind = step[0]
+            if kind == "catch-all":
+                # Every operand nothing constrained yet is read row-major.
+                for n, lay in step[2]:
+                    if (iid, n) not in oc:
+                        engine.set_operand_layout(lay, iid, n, True, True, prio, Origin(
+                            "target:cpu-row-major-operand", iid, None,
+                            "XLA:CPU reads every otherwise unconstrained operand row-major"))
+            elif kind == "row-major":
+                _, why, results, operands = step
+                engine.set_instruction_layout(results, iid, True, prio, why)
+                for n, lay in operands:
+                    engine.set_operand_layout(lay, iid, n, True, True, prio, why)
+            elif kind == "column-major":
+                _, why, col, lay = step
+                engine.set_operand_layout(lay, iid, col, True, True, prio, why)
+            else:
+                _, why, lay = step
+                engine.set_instruction_layout([lay], iid, True, prio, why)
