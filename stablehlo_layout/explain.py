@@ -525,10 +525,12 @@ def _parameter_costs(a: Assignment, fixer: _Fixer) -> list[ParameterCost]:
 
 
 def _fmt_bytes(n: int) -> str:
+    """Exact bytes while they are easy to read, binary units beyond."""
+    if n < 10 * 1024:
+        return f"{n} B"
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size and n % (size // 1024 or 1) == 0:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
     return f"{n} B"
 
 
@@ -575,8 +577,14 @@ def render_copy(r: CopyReport) -> str:
 
 
 def render_summary(e: Explanation) -> str:
-    lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, "
-             f"{_fmt_bytes(e.total_bytes)} per copy pass (target {e.target}, entry layouts {e.entry_layouts})"]
+    known = sum(c.total_bytes for c in e.copies if c.total_bytes is not None)
+    unknown = [c for c in e.copies if c.total_bytes is None]
+    moved = f"{_fmt_bytes(known)} moved per execution"
+    if unknown:
+        moved += (f", plus {len(unknown)} cop{'y' if len(unknown) == 1 else 'ies'} in loops of unknown trip "
+                  f"count ({_fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")
+    lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, {moved} "
+             f"(target {e.target}, entry layouts {e.entry_layouts})"]
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {_fmt_bytes(b)}")
     for p in e.parameters:

@@ -148,7 +148,7 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             except (ValueError, TypeError, IndexError):
                 pass
     elif short == "compare":
-        m = re.search(r"comparison_direction<(\w+)>", str(attrs["comparison_direction"]))
+        m = re.search(r"comparison_direction\s*<?\s*(\w+)", str(attrs["comparison_direction"]))
         if m:
             out["direction"] = m.group(1)
     elif short == "infeed" and "layout" in attrs:
@@ -183,13 +183,18 @@ class _Importer:
         self.value_comp: list[int] = []
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
+        self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
         g = self.g
-        if isinstance(t, ir.RankedTensorType):
+        known = self.tensor_types.get(t) if t is not None else None
+        if known is None and isinstance(t, ir.RankedTensorType):
+            # Types are uniqued by MLIR: decode each distinct one once.
             dims = tuple(None if t.is_dynamic_dim(i) else d for i, d in enumerate(t.shape))
-            val = g.add_value(ARRAY, L.xla_element_type(str(t.element_type)), dims, producer, index)
+            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims)
+        if known is not None:
+            val = g.add_value(ARRAY, known[0], known[1], producer, index)
         elif isinstance(t, ir.TupleType):
             val = g.add_value(TUPLE, str(t), (), producer, index)
             # Each element is its own buffer (an XLA shape index), defined by the producer.
