@@ -505,10 +505,10 @@ _PAGE = """<!DOCTYPE html>
 <header id="top">
   <h1>%TITLE%</h1>
   <div id="controls" role="group" aria-label="step through the worklist">
-    <button id="b-first" title="first (Home)" aria-label="first step">&#x23EE; first</button>
+    <button id="b-first" title="first (Home)" aria-label="first step">&laquo; first</button>
     <button id="b-prev" title="back (Left arrow)" aria-label="previous step">&#x25C0; back</button>
     <button id="b-next" title="next (Right arrow)" aria-label="next step">next &#x25B6;</button>
-    <button id="b-last" title="last (End)" aria-label="last step">last &#x23ED;</button>
+    <button id="b-last" title="last (End)" aria-label="last step">last &raquo;</button>
     <input id="slider" type="range" min="0" max="0" value="0" aria-label="step">
     <span id="stepno" aria-live="polite"></span>
   </div>

@@ -333,9 +333,23 @@ class Engine:
 
     def set_instruction_layout(self, layouts: list[L.Layout | None], iid: int, mandatory: bool,
                                priority: int, origin: Origin) -> None:
+        values = self.g.values
         for r, lay in zip(self.leaves[iid], layouts):
-            if lay is not None and self.g.values[r].is_array and self.g.values[r].buffer == r:
+            if lay is not None and values[r].is_array and values[r].buffer == r:
                 self.set_buffer_layout(lay, r, mandatory, True, priority, origin)
+        # XLA's SetInstructionLayout: an array-shaped op that cannot change
+        # layout takes its same-rank operands along (while/conditional excepted).
+        rule = self.rules[iid]
+        leaves = self.leaves[iid]
+        if (rule.can_change or rule.tuple_operand or len(leaves) != 1 or not layouts
+                or layouts[0] is None or not values[leaves[0]].is_array):
+            return
+        lay = layouts[0]
+        for n, vid in enumerate(self.g.instrs[iid].operands):
+            v = values[vid]
+            if v.is_array and v.rank == len(lay) and v.rank > 0:
+                self.set_operand_layout(lay, iid, n, mandatory, True, priority, Origin(
+                    "same-layout-operand", iid, origin if origin.kind else None, origin.note))
 
     # -- the worklist --------------------------------------------------------
     def propagate(self) -> None:
