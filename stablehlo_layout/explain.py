@@ -551,6 +551,9 @@ def render_copy(r: CopyReport) -> str:
     lines.append(f"  producer: {r.producer['value']}")
     for c in r.consumers:
         lines.append(f"  consumer: {c['use']}")
+    if len(r.consumers) > 1:
+        lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
+                     "one copy serves them all")
     if r.in_loop:
         if r.total_bytes is None:
             lines.append(f"  cost: {_fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
