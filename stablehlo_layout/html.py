@@ -152,8 +152,8 @@ def _comp_edges(g: Graph, cid: int) -> list[tuple[int, int]]:
 def layout_comp(g: Graph, cid: int, sweeps: int = 4) -> dict[int, tuple[int, int]]:
     """Layer and x slot per instruction of one computation (Sugiyama-style, no dummies).
 
-    Layers by longest path from the sources, with sources pulled down to just
-    above their first user; order within a layer by barycenters of the
+    Layers by longest path from the sources, then each node pulled down to
+    just above its first user; order within a layer by barycenters of the
     neighbours, alternating down and up sweeps; x slots by neighbour
     averages, kept in order at least one slot apart.
     """
@@ -169,9 +169,11 @@ def layout_comp(g: Graph, cid: int, sweeps: int = 4) -> dict[int, tuple[int, int
     # Longest path from the sources, in a stable topological order.
     indeg = {iid: len(preds[iid]) for iid in instrs}
     layer: dict[int, int] = {}
+    topo: list[int] = []
     ready = deque(iid for iid in instrs if indeg[iid] == 0)
     while ready:
         n = ready.popleft()
+        topo.append(n)
         layer[n] = max((layer[p] + 1 for p in preds[n]), default=0)
         for s in succs[n]:
             indeg[s] -= 1
@@ -179,10 +181,15 @@ def layout_comp(g: Graph, cid: int, sweeps: int = 4) -> dict[int, tuple[int, int
                 ready.append(s)
     for iid in instrs:  # anything on a cycle: after what it follows
         if iid not in layer:
+            topo.append(iid)
             layer[iid] = max((layer.get(p, 0) + 1 for p in preds[iid]), default=0)
-    for iid in instrs:
-        if not preds[iid] and succs[iid]:
-            layer[iid] = max(0, min(layer[s] for s in succs[iid]) - 1)
+    # Then as late as possible: each op just above its first user, so a
+    # parameter or a side branch sits next to where it is used.
+    for iid in reversed(topo):
+        if succs[iid]:
+            want = min(layer[s] for s in succs[iid]) - 1
+            if want > layer[iid]:
+                layer[iid] = want
     root = g.comps[cid].root
     if root in layer:
         layer[root] = max(layer.values()) if len(instrs) > 1 else 0
@@ -577,7 +584,7 @@ _PAGE = """<!DOCTYPE html>
 
 _CSS = r"""
 *{box-sizing:border-box}
-html,body{margin:0;height:100%;font:13px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1d2230;background:#fafbfc}
+html,body{margin:0;height:100%;overflow:hidden;font:13px/1.35 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1d2230;background:#fafbfc}
 header{display:flex;flex-wrap:wrap;align-items:center;gap:6px 16px;padding:6px 10px;border-bottom:1px solid #d5d9e2;background:#fff}
 h1{font-size:15px;margin:0 8px 0 0;white-space:nowrap;overflow:hidden;text-overflow:ellipsis;max-width:30vw}
 h2{font-size:13px;margin:10px 0 4px;border-bottom:1px solid #e1e4ea}
@@ -588,7 +595,9 @@ button:focus-visible,input:focus-visible{outline:2px solid #3564c4;outline-offse
 #controls,#viewctl{display:flex;align-items:center;gap:6px}
 #slider{width:min(32vw,420px)}
 #stepno{font-variant-numeric:tabular-nums;min-width:12em}
-main{display:flex;height:calc(100% - 44px)}
+body{display:flex;flex-direction:column;height:100vh}
+header{flex:none}
+main{display:flex;flex:1;min-height:0}
 #graphwrap{position:relative;flex:1;min-width:0;background:#fdfdfe}
 #view{position:absolute;inset:0;overflow:auto}
 #sizer{position:relative}
@@ -781,7 +790,7 @@ function goStep(k) {
 let shown = 0;
 
 // --- layout of the picture (sizes here; layers and slots came from Python) ---
-const NW = 190, LH = 14, PADY = 6, GAPX = 26, GAPY = 34, BOXPAD = 12, BOXTITLE = 18, MAXLINES = 4;
+const NW = 190, LH = 14, PADY = 6, GAPX = 26, GAPY = 48, BOXPAD = 12, BOXTITLE = 18, MAXLINES = 4;
 const expanded = new Uint8Array(NI);
 for (let i = 0; i < NI; i++) expanded[i] = D.instrs[i][I_EXP];
 const hosted = (i) => D.instrs[i][I_CALLEES].filter((c) => D.comps[c][2] === i);
@@ -994,7 +1003,7 @@ function nodeSvg(i, cls, changedVals) {
   let name = op.startsWith("stablehlo.") ? op.slice(10) : op;
   if (op === "parameter") name = "parameter " + ins[I_NUM];
   if (op === "root") name = D.comps[ins[I_COMP]][4] ? "return (entry results)" : "return";
-  s.push('<text class="op" x="6" y="' + (PADY + 10) + '">' + esc(name) + (pinned ? "  \u25a7 PINNED" : "") + "</text>");
+  s.push('<text class="op" x="6" y="' + (PADY + 10) + '">' + esc(name) + (pinned ? "  [PINNED]" : "") + "</text>");
   let y = PADY + 10 + LH;
   if (op === "root") {
     const ops = ins[I_OPS];
@@ -1113,7 +1122,7 @@ function summary() {
   s.appendChild(h("Copies by reason"));
   s.appendChild(table(["copies", "bytes", "reason"], D.byReason.map((r) => [String(r[2]), fmtBytes(r[3]), r[1] + " (" + r[0] + ")"])));
   s.appendChild(h("Entry parameters"));
-  s.appendChild(table(["#", "shape", "layout", "pinned?", "if left free"], D.params.map((r, n) => [String(n), D.values[r[1]][0], lay(r[2]), r[3] ? "\u25a7 pinned" : "free",
+  s.appendChild(table(["#", "shape", "layout", "pinned?", "if left free"], D.params.map((r, n) => [String(n), D.values[r[1]][0], lay(r[2]), r[3] ? "pinned" : "free",
     r[4] === null ? "\u2014" : (r[4] + " cop" + (Math.abs(r[4]) === 1 ? "y" : "ies") + ", " + (r[5] >= 0 ? "+" : "") + r[5] + " B")])));
   s.appendChild(h("Entry results"));
   s.appendChild(table(["#", "shape", "layout", "pinned?"], D.results.map((r, n) => [String(n), r[0] >= 0 ? D.values[r[0]][0] : "", lay(r[1]), r[2] ? "pinned" : "free"])));
@@ -1177,6 +1186,11 @@ window.traceText = () => {
 window.traceState = () => ({ step: shown, last: LAST, pops: NE, dequeSize: dequeSize(), front: dequeFront(1e9).map(factShort), drawn: world.querySelectorAll(".n").length, nodes: visList.length });
 window.goStep = goStep;
 relayout();
+(() => {  // start zoomed to fit a small graph, at 1:1 for a big one
+  const fit = Math.min(view.clientWidth / (worldW + 40), view.clientHeight / (worldH + 40));
+  if (fit > 1) { scale = Math.min(1.5, fit); relayout(); }
+  else if (fit > 0.6) { scale = fit; relayout(); }
+})();
 summary();
 (() => {
   const m = /step=(end|\d+)/.exec(location.hash); const c = /copy=(\d+)/.exec(location.hash);

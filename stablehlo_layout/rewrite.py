@@ -95,6 +95,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
     current: dict[int, ir.Value] = {}
+    starts: _BlockStarts = {}
     made: list[InsertedCopy] = []
     for group in copy_groups(a):
         vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
@@ -105,7 +106,8 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         loc = ir.Location.name(name, childLoc=child)
         inside = edges[0].inside
-        where = _region_start(h.regions[inside]) if inside is not None else _right_after(source)
+        where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
+                 else _right_after(source, starts))
         with where:
             attrs = {
                 "xla_shape": cache.string(shape_text(v, dst)),
@@ -120,16 +122,22 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
     return made
 
 
-def _region_start(region: ir.Region) -> ir.InsertionPoint:
-    block = region.blocks[0]
-    return ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
+# The op each block started with before any copy went in: copies placed at a
+# block's start go in front of it, so they keep the order they were made in.
+_BlockStarts = dict
 
 
-def _right_after(value: ir.Value) -> ir.InsertionPoint:
+def _block_start(block: ir.Block, starts: _BlockStarts) -> ir.InsertionPoint:
+    if block not in starts:
+        starts[block] = block.operations[0] if len(block.operations) else None
+    first = starts[block]
+    return ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block)
+
+
+def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
     """Where a copy of ``value`` dominates every use: after its definition."""
     if isinstance(value, ir.BlockArgument):
-        block = value.owner
-        return ir.InsertionPoint(block.operations[0]) if len(block.operations) else ir.InsertionPoint(block)
+        return _block_start(value.owner, starts)
     return ir.InsertionPoint.after(value.owner)
 
 

@@ -1,6 +1,16 @@
-"""Backend targets: small objects that add constraints and may refine rules."""
+"""Backend targets: small objects that add constraints and may refine rules.
+
+A target is chosen by name (``generic``, ``xla-cpu``, ``xla-gpu``), by a
+file and class (``path/to/my_target.py:MyTarget``), or by the name of an
+entry point in the ``stablehlo_layout.targets`` group that a package
+registers (its value ``package.module:Class``).
+"""
 
 from __future__ import annotations
+
+import importlib.util
+import os
+from importlib import metadata
 
 from ..errors import PassError
 from .base import Target
@@ -8,19 +18,58 @@ from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
 from .xla_gpu import XlaGpuTarget
 
-# Names the CLI and the pass accept.
+# Names the CLI and the pass accept besides files and entry points.
 TARGET_NAMES = ("generic", "xla-cpu", "xla-gpu")
+ENTRY_POINT_GROUP = "stablehlo_layout.targets"
+_BUILTIN = {"generic": GenericTarget, "xla-cpu": XlaCpuTarget, "xla-gpu": XlaGpuTarget}
 
 
 def get_target(name: str) -> tuple[Target, str | None]:
     """The target for ``name`` and, when it is a stand-in, a warning to show."""
-    if name == "generic":
-        return GenericTarget(), None
-    if name == "xla-cpu":
-        return XlaCpuTarget(), None
-    if name == "xla-gpu":
-        return XlaGpuTarget(), None
-    raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)})")
+    if name in _BUILTIN:
+        return _BUILTIN[name](), None
+    path, sep, cls_name = name.rpartition(":")
+    if sep and path.endswith(".py"):
+        return _instantiate(_class_from_file(name, path, cls_name), name), None
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            try:
+                cls = ep.load()
+            except Exception as e:  # a broken plugin: say which and why, in one line
+                raise PassError(f"target {name!r}: cannot load entry point {ep.value}: {e}") from None
+            return _instantiate(cls, name), None
+    raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)}, "
+                    "FILE.py:Class, or an installed stablehlo_layout.targets entry point)")
 
 
-__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES"]
+def _class_from_file(name: str, path: str, cls_name: str) -> type:
+    if not os.path.isfile(path):
+        raise PassError(f"target {name!r}: no such file {path!r}")
+    spec = importlib.util.spec_from_file_location(f"stablehlo_layout_user_target_{abs(hash(path))}", path)
+    if spec is None or spec.loader is None:
+        raise PassError(f"target {name!r}: cannot load {path!r} as Python")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise PassError(f"target {name!r}: {path} failed to import: {type(e).__name__}: {e}") from None
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise PassError(f"target {name!r}: {path} has no class {cls_name!r}")
+    return cls
+
+
+def _instantiate(cls: object, name: str) -> Target:
+    if not (isinstance(cls, type) and issubclass(cls, Target)):
+        raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
+    try:
+        target = cls()
+    except Exception as e:
+        raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
+    if not getattr(target, "name", None) or target.name == "generic" and cls is not GenericTarget:
+        target.name = name
+    return target
+
+
+__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES",
+           "ENTRY_POINT_GROUP"]

@@ -1,0 +1,73 @@
+"""Targets as an extension point: by name, by file, by entry point; clear errors otherwise."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+
+import pytest
+
+from stablehlo_layout import mlir
+from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.errors import PassError
+from stablehlo_layout.targets import ENTRY_POINT_GROUP, GenericTarget, Target, XlaCpuTarget, get_target
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "targets", "column_major_dots.py")
+DOT = """
+func.func public @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %0 : tensor<8x4xf32>
+}
+"""
+
+
+def copies_with(target) -> list:
+    ctx = mlir.make_context()
+    module = mlir.load(DOT.encode(), "t.mlir", ctx)
+    return assign_module(module, target).copies
+
+
+def test_builtin_names():
+    assert isinstance(get_target("generic")[0], GenericTarget)
+    assert isinstance(get_target("xla-cpu")[0], XlaCpuTarget)
+    assert get_target("xla-gpu")[0].name == "xla-gpu"
+
+
+def test_file_target_adds_its_constraints():
+    target, warning = get_target(f"{EXAMPLE}:ColumnMajorDots")
+    assert warning is None and isinstance(target, Target) and target.name == "column-major-dots"
+    copies = copies_with(target)
+    assert sorted(c.dst for c in copies) == [(0, 1), (0, 1)]
+    assert copies_with("generic") == []
+
+
+def test_entry_point_target(tmp_path, monkeypatch):
+    pkg = tmp_path / "my_backend.py"
+    pkg.write_text(textwrap.dedent("""
+        from stablehlo_layout.targets import GenericTarget
+
+        class Mine(GenericTarget):
+            def __init__(self):
+                super().__init__("mine")
+    """))
+    dist = tmp_path / "my_backend-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: my-backend\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nmine = my_backend:Mine\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    target, _ = get_target("mine")
+    assert target.name == "mine"
+    assert copies_with(target) == []
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("nope", "unknown target 'nope'"),
+    ("missing.py:X", "no such file"),
+    (f"{EXAMPLE}:Nope", "has no class 'Nope'"),
+    (f"{EXAMPLE}:Origin", "is not a subclass"),
+])
+def test_bad_targets_are_one_clear_error(spec, message):
+    with pytest.raises(PassError, match=message):
+        get_target(spec)
