@@ -47,6 +47,7 @@ RULE_TEXT = {
     "region-interface": "a region reads an outer value in its parameter's layout",
     "infeed-layout": "the layout the infeed carries",
     "send-operand": "send transfers a default-layout copy",
+    "outfeed-layout": "outfeed transfers its operands in the layout it was given",
     "channel-layout": "all-reduces on one channel agree on a layout",
     "unknown-op-default": "op unknown to the rules: pinned to the default layout",
     "bitcast-convert-rank-change": "a rank-changing bitcast-convert splits the minor dimension",

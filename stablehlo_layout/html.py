@@ -1058,8 +1058,13 @@ function update() {
     const why = document.createElement("div"); why.textContent = "why: " + fRuleText(f) + (fNote(f) ? " (" + fNote(f) + ")" : ""); o.appendChild(why);
     const ol = document.createElement("ol"); let p = fParent(f), n = 0;
     const od = document.createElement("div"); od.textContent = p < 0 ? "origin: a source (nothing before it)" : "origin (derived from, back to the source):"; o.appendChild(od);
-    while (p >= 0 && n < 12) { const q = p; ol.appendChild(li("\u2190 " + subject(q) + " = " + D.layouts[fLay(q)] + "  [" + fRule(q) + "; " + fRuleText(q) + "]", () => focusFact(q))); p = fParent(p); n++; }
-    if (p >= 0) ol.appendChild(li("\u2026"));
+    const link = (q) => li("\u2190 " + subject(q) + " = " + D.layouts[fLay(q)] + "  [" + fRule(q) + "; " + fRuleText(q) + "]", () => focusFact(q));
+    while (p >= 0 && n < 5) { ol.appendChild(link(p)); p = fParent(p); n++; }
+    if (p >= 0) {  // a long chain: skip to its source
+      let src = p, k = 0; while (fParent(src) >= 0) { src = fParent(src); k++; }
+      if (k > 0) ol.appendChild(li("\u2026 " + k + " more \u2026"));
+      ol.appendChild(link(src));
+    }
     o.appendChild(ol);
     const ds = derivedOf(ev);
     $("nderived").textContent = "(" + ds.length + ")";
@@ -1183,7 +1188,8 @@ window.traceText = () => {
   }
   return out.join("\n") + "\n";
 };
-window.traceState = () => ({ step: shown, last: LAST, pops: NE, dequeSize: dequeSize(), front: dequeFront(1e9).map(factShort), drawn: world.querySelectorAll(".n").length, nodes: visList.length });
+window.traceState = () => ({ step: shown, last: LAST, pops: NE, dequeSize: dequeSize(), front: dequeFront(1e9).map(factShort), drawn: world.querySelectorAll(".n").length, nodes: visList.length,
+  groups: D.instrs.filter((_, i) => isGroup(i)).length, expanded: D.instrs.filter((_, i) => isGroup(i) && expanded[i]).length });
 window.goStep = goStep;
 relayout();
 (() => {  // start zoomed to fit a small graph, at 1:1 for a big one
@@ -1194,6 +1200,8 @@ relayout();
 summary();
 (() => {
   const m = /step=(end|\d+)/.exec(location.hash); const c = /copy=(\d+)/.exec(location.hash);
+  const first = D.comps[D.entry][5][0];
+  if (first !== undefined) reveal(first, false);  // start at the entry's first parameter
   goStep(m ? (m[1] === "end" ? LAST : +m[1]) : 0);
   if (c && D.copies[+c[1] - 1]) openCopy(+c[1] - 1);
 })();

@@ -562,7 +562,16 @@ class Engine:
             elif "infeed_layouts" in ins.attrs:
                 self.set_instruction_layout(ins.attrs["infeed_layouts"], iid, True, self.current_priority,
                                             Origin("infeed-layout", iid, None, "the layout the infeed carries"))
-            elif self.rule(ins.id).hlo == "send":
+            elif self.rules[iid].hlo == "outfeed":
+                # XLA pins what outfeed reads to its outfeed_shape; StableHLO
+                # carries no such layout, so it is the default one.
+                why = Origin("outfeed-layout", iid, None, "outfeed transfers its operands in their given layout")
+                for n, vid in enumerate(ins.operands):
+                    v = g.values[vid]
+                    if v.is_array:
+                        self.set_operand_layout(L.default_layout(v.rank), iid, n, True, True,
+                                                self.current_priority, why)
+            elif self.rules[iid].hlo == "send":
                 # XLA copies what send reads before it starts (send aliases its
                 # input); nothing constrains that copy, so it is the default.
                 why = Origin("send-operand", iid, None, "send transfers a default-layout copy")

@@ -22,7 +22,7 @@ SOURCES = {
     "entry-parameter", "entry-result", "computation-parameter", "computation-result",
     "default-layout", "custom-call-layout", "call-interface", "while-interface",
     "branch-interface", "branch-result-agreement", "region-interface", "infeed-layout",
-    "send-operand", "channel-layout", "unknown-op-default",
+    "send-operand", "outfeed-layout", "channel-layout", "unknown-op-default",
 }
 
 LOOP = """
