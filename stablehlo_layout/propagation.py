@@ -817,10 +817,9 @@ class Engine:
                 continue
             pl = self._layout_of(g.instrs[comp.params[p]].results[0])
             rl = self._layout_of(g.instrs[comp.root].operands[r])
-            if pl is None or rl is None:
-                continue
-            if pl != rl:
-                changed = True
+            if pl is None or rl is None or pl == rl:
+                continue  # XLA leaves an alias pair alone once its layouts agree
+            changed = True
             chosen = rl if self.given_params[p] is None else pl
             cl.params[p] = cl.results[r] = chosen
         return changed

@@ -171,8 +171,11 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     region = h.regions[comp]
     param_value = g.instrs[g.comps[comp].params[number]].results[0]
     current[param_value] = new
+    copy_op = new.owner
     for use in list(old.uses):
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if owner == copy_op:
+            continue  # a copy placed inside the branch reads the outer value itself
         if _inside(owner, region):
             owner.operands[use.operand_number] = new
 
