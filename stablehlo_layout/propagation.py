@@ -802,6 +802,24 @@ class Engine:
             GIVEN_PRIORITY if any_set else DEFAULT_PRIORITY,
         )
 
+    def _shared_branch_operands(self) -> set[int]:
+        """Branches whose HLO operand tuple other branches use too.
+
+        XLA builds one tuple of the outer values a branch reads, and CSE
+        merges identical ones; such a tuple has several users, so XLA copies
+        it before the conditional instead of inside the branch.
+        """
+        g = self.g
+        users: dict[tuple[int, tuple[int, ...]], set[int]] = {}
+        branches: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for c in g.comps:
+            if c.kind == "branch" and c.caller is not None and c.params:
+                key = (g.instrs[c.caller].comp, _branch_signature(g, c.id))
+                # Branches of one conditional reading the same tuple are one user.
+                users.setdefault(key, set()).add(c.caller)
+                branches.setdefault(key, []).append(c.id)
+        return {c for key, comps in branches.items() if len(users[key]) > 1 for c in comps}
+
     def _reconcile_aliases(self) -> bool:
         """A donated parameter and its aliased result end up with one layout."""
         g = self.g
@@ -845,6 +863,7 @@ class Engine:
             if ov.is_array and have is not None and have != c.layout and ov.rank > 0:
                 copies.append(CopyEdge(ov.id, have, c.layout, iid, n, c))
         # Implicit captures must match the region parameter they stand for.
+        shared = self._shared_branch_operands()
         for ins in g.instrs:
             base = len(ins.operands)
             for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
@@ -852,7 +871,7 @@ class Engine:
                 want = layouts[g.instrs[g.comps[comp].params[number]].results[0]]
                 have = layouts[ov.id]
                 if want is not None and have is not None and want != have and ov.rank > 0:
-                    inside = comp if g.comps[comp].kind == "branch" else None
+                    inside = comp if g.comps[comp].kind == "branch" and comp not in shared else None
                     copies.append(CopyEdge(ov.id, have, want, ins.id, base + k,
                                            self.oc.get((ins.id, base + k)), inside))
                     if inside is not None:
@@ -912,6 +931,11 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
 
     ordered = sorted(groups.items(), key=lambda kv: (depth(kv[0][0]), kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
     return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope, _), edges in ordered]
+
+
+def _branch_signature(g: Graph, comp: int) -> tuple[int, ...]:
+    """The outer values a branch reads, in parameter order: its HLO tuple operand."""
+    return tuple(g.instrs[p].attrs.get("capture", -1) for p in g.comps[comp].params)
 
 
 def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:
