@@ -53,8 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     _common(e)
     e.add_argument("--json", action="store_true", help=f"machine-readable output (schema {'stablehlo-layout.explain/1'})")
     e.add_argument("--no-fixes", action="store_true", help="skip the what-if reruns that find fixes")
+    e.add_argument("--max-reruns", type=int, default=16, metavar="N",
+                   help="how many what-if runs of the pass the fixes may cost (default: 16)")
     t = sub.add_parser("trace", help="print every worklist pop in order")
     _common(t)
+    t.add_argument("--html", metavar="OUT.html",
+                   help="write a self-contained page that replays the propagation pop by pop")
     return p
 
 
@@ -144,7 +148,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     from .explain import explain
 
-    report = explain(_analysis(args, trace=False), fixes=not args.no_fixes)
+    report = explain(_analysis(args, trace=False), fixes=not args.no_fixes, max_reruns=args.max_reruns)
     path = "<stdin>" if args.input == "-" else args.input
     if args.json:
         data = report.to_json()
@@ -156,10 +160,23 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace) -> int:
-    from .explain import render_trace
+    from .explain import explain, render_trace
 
     path = "<stdin>" if args.input == "-" else args.input
-    _emit(args, _with_path(render_trace(_analysis(args, trace=True)), path))
+    assignment = _analysis(args, trace=True)
+    if args.html:
+        from .html import write_trace_html
+
+        # Explanations power the click-through on each copy; their what-if
+        # reruns are skipped here to keep large modules quick.
+        report = explain(assignment, fixes=False)
+        try:
+            write_trace_html(assignment.graph, assignment, report, args.html,
+                             f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
+        except OSError as e:
+            raise InputError(args.html, f"cannot write output: {e.strerror or e}") from None
+        return 0
+    _emit(args, _with_path(render_trace(assignment), path))
     return 0
 
 

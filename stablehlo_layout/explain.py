@@ -379,12 +379,18 @@ def _edges(a: Assignment) -> set[tuple[int, int]]:
 
 
 class _Fixer:
-    """Tries entry-layout changes and caches the reruns they need."""
+    """Tries entry-layout changes, within a budget of reruns, and caches them.
 
-    def __init__(self, a: Assignment) -> None:
+    Each candidate costs one run of the pass; a large module with many
+    pinned entries would otherwise cost one run per entry.
+    """
+
+    def __init__(self, a: Assignment, max_reruns: int) -> None:
         self.a = a
         self.base = _copy_bytes(a)
         self.cache: dict[tuple[str, int], Assignment] = {}
+        self.max_reruns = max_reruns
+        self.skipped = 0
 
     def _pinned(self, modes: list[Any], i: int) -> bool:
         mode = modes[i]
@@ -392,38 +398,43 @@ class _Fixer:
             return True
         return mode is None and self.a.entry_mode == "default"
 
+    def _results_of(self, buffer: int) -> list[int]:
+        g = self.a.graph
+        root = g.instrs[g.comps[g.entry].root]  # type: ignore[index]
+        return [i for i, v in enumerate(root.operands) if g.values[v].buffer == buffer]
+
     def candidates(self, group: CopyGroup) -> list[tuple[str, int, Any]]:
+        """Entry pins in this copy's chains, and the changes that might undo them."""
         g = self.a.graph
         out: list[tuple[str, int, Any]] = []
-        producer = self.a.buffer_constraints.get(g.values[group.value].buffer)
-        for node in _ancestry(producer):
+        for node in _ancestry(self.a.buffer_constraints.get(g.values[group.value].buffer)):
             if node.rule == "entry-parameter" and node.kind == BUFFER:
                 i = g.instrs[g.values[node.target[0]].producer].attrs["number"]
                 if self._pinned(g.entry_param_modes, i):
                     out.append(("auto-parameter", i, "auto"))
                     out.append(("pin-parameter", i, group.dst))
+        child = None
         for node in _ancestry(group.edges[0].demand):
             if node.rule == "entry-result":
-                for e in group.edges:
-                    root = g.instrs[e.consumer]
-                    if root.op == "root" and g.comps[root.comp].is_entry:
-                        if self._pinned(g.entry_result_modes, e.operand):
-                            out.append(("auto-result", e.operand, "auto"))
-                            out.append(("pin-result", e.operand, self.a.layouts[group.value]))
-                for i, mode in enumerate(g.entry_result_modes):
-                    if self._pinned(g.entry_result_modes, i) and ("auto-result", i, "auto") not in out:
+                # The result(s) whose demand this is: the root operand the next link constrained,
+                # or the root edge the copy itself sits on.
+                results = [e.operand for e in group.edges
+                           if g.instrs[e.consumer].op == "root" and g.comps[g.instrs[e.consumer].comp].is_entry]
+                if child is not None and child.kind == BUFFER:
+                    results += self._results_of(child.target[0])
+                for i in dict.fromkeys(results):
+                    if self._pinned(g.entry_result_modes, i):
                         out.append(("auto-result", i, "auto"))
-        seen: set[tuple[str, int]] = set()
-        unique = []
-        for c in out:
-            if (c[0], c[1]) not in seen:
-                seen.add((c[0], c[1]))
-                unique.append(c)
-        return unique
+                        out.append(("pin-result", i, self.a.layouts[group.value]))
+            child = node
+        return list({(c, i): (c, i, m) for c, i, m in out}.values())
 
-    def run(self, change: str, i: int, mode: Any) -> Assignment:
+    def run(self, change: str, i: int, mode: Any) -> Assignment | None:
         key = (change, i)
         if key not in self.cache:
+            if len(self.cache) >= self.max_reruns:
+                self.skipped += 1
+                return None
             g = self.a.graph
             params, results = list(g.entry_param_modes), list(g.entry_result_modes)
             (params if change.endswith("parameter") else results)[i] = mode
@@ -431,21 +442,24 @@ class _Fixer:
         return self.cache[key]
 
     def best(self, group: CopyGroup) -> tuple[Fix | None, str]:
-        g = self.a.graph
         edges = {(e.consumer, e.operand) for e in group.edges}
         found: list[Fix] = []
+        unchecked = 0
         for change, i, mode in self.candidates(group):
             b = self.run(change, i, mode)
+            if b is None:
+                unchecked += 1
+                continue
             removes = not (edges & _edges(b))
             count, nbytes = _copy_bytes(b)
-            if change.endswith("parameter"):
-                new_layout = b.entry_params[i]
-            else:
-                new_layout = b.entry_results[i]
+            new_layout = b.entry_params[i] if change.endswith("parameter") else b.entry_results[i]
             found.append(Fix(change, i, _fix_text(change, i, mode), removes,
                              count - self.base[0], nbytes - self.base[1], new_layout))
         good = [f for f in found if f.removes]
         if not good:
+            if unchecked:
+                return None, (f"{unchecked} candidate change(s) not checked: the rerun budget "
+                              f"({self.max_reruns}) is spent; raise --max-reruns")
             if not found:
                 return None, ("no entry-layout change reaches this copy: both layouts come from inside the "
                               "program (see the chains)")
@@ -472,9 +486,10 @@ def _ancestry(c: Constraint | None):
 # --- building ----------------------------------------------------------------
 
 
-def explain(a: Assignment, fixes: bool = True) -> Explanation:
+def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanation:
+    """Reports for every copy; ``max_reruns`` bounds the what-if runs behind the fixes."""
     g = a.graph
-    fixer = _Fixer(a)
+    fixer = _Fixer(a, max_reruns if fixes else 0)
     reports: list[CopyReport] = []
     for n, group in enumerate(copy_groups(a), 1):
         v = g.values[group.value]
@@ -504,21 +519,33 @@ def explain(a: Assignment, fixes: bool = True) -> Explanation:
     for r in reports:
         n, b = by_reason.get(r.reason, (0, 0))
         by_reason[r.reason] = (n + 1, b + r.bytes)
-    return Explanation(a.target.name, a.entry_mode, reports, _parameter_costs(a, fixer), by_reason)
+    return Explanation(a.target.name, a.entry_mode, reports, _parameter_costs(a, fixer, reports), by_reason)
 
 
-def _parameter_costs(a: Assignment, fixer: _Fixer) -> list[ParameterCost]:
+def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) -> list[ParameterCost]:
+    """What each pinned entry parameter costs: copies its pin causes, checked by a rerun.
+
+    A parameter whose pin starts no copy's chain costs none; only the others
+    are re-run (within the fixer's budget).
+    """
     g = a.graph
+    involved = {int(link.subject.split()[1]) for r in reports for link in r.producer_chain + r.consumer_chain
+                if link.rule == "entry-parameter" and link.subject.startswith("parameter ")}
     out = []
     for i, lay in enumerate(a.entry_params):
         v = g.values[g.instrs[g.comps[g.entry].params[i]].results[0]]  # type: ignore[index]
         pinned = v.is_array and fixer._pinned(g.entry_param_modes, i)
-        if pinned and v.rank > 1:
-            b = fixer.run("auto-parameter", i, "auto")
-            count, nbytes = _copy_bytes(b)
-            out.append(ParameterCost(i, lay, True, count - fixer.base[0], nbytes - fixer.base[1]))
-        else:
+        if not (pinned and v.rank > 1):
             out.append(ParameterCost(i, lay, pinned, None, None))
+        elif i not in involved:
+            out.append(ParameterCost(i, lay, True, 0, 0))
+        else:
+            b = fixer.run("auto-parameter", i, "auto")
+            if b is None:
+                out.append(ParameterCost(i, lay, True, None, None))
+            else:
+                count, nbytes = _copy_bytes(b)
+                out.append(ParameterCost(i, lay, True, count - fixer.base[0], nbytes - fixer.base[1]))
     return out
 
 
@@ -591,16 +618,21 @@ def render_summary(e: Explanation) -> str:
              f"(target {e.target}, entry layouts {e.entry_layouts})"]
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {_fmt_bytes(b)}")
-    for p in e.parameters:
+    free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
+    shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if p not in free_of_cost]
+    for p in shown:
         lay = L.format_layout(p.layout) if p.layout is not None else "-"
         if p.copies_if_free is None:
-            state = "pinned" if p.pinned else "free"
+            state = ("pinned; not checked" if p.pinned and p.layout is not None and len(p.layout) > 1
+                     else "pinned" if p.pinned else "free")
             lines.append(f"  parameter {p.index} {lay}: {state}")
         elif p.copies_if_free < 0 or p.bytes_if_free:
             lines.append(f"  parameter {p.index} {lay}: pinned; unpinning it changes copies by "
                          f"{p.copies_if_free:+d} ({p.bytes_if_free:+d} B)")
         else:
             lines.append(f"  parameter {p.index} {lay}: pinned; costs no copies")
+    if len(shown) < len(e.parameters):
+        lines.append(f"  {len(free_of_cost)} other pinned parameters cost no copies")
     return "\n".join(lines)
 
 

@@ -274,11 +274,9 @@ def _fmt(layout) -> str:
 def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
                input_name: str | None = None) -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able lists."""
-    from .explain import explain as _explain, rule_text
+    from .explain import rule_text, source_rule, value_bytes
 
     g, a = graph, assignment
-    if explanation is None:
-        explanation = _explain(a, fixes=False)
     fixloc = (lambda s: _LOC_DASH.sub(lambda m: f"{input_name}:{m.group(1)}:{m.group(2)}", s)) \
         if input_name else (lambda s: s)
     trace = a.trace or []
@@ -350,7 +348,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                            1 if hosted and expand_default and group_size <= EXPAND_LIMIT else 0])
     values_out = []
     for v in g.values:
-        values_out.append([_shape_text(v), v.producer, v.index, v.buffer, 1 if v.is_array else 0])
+        values_out.append([_shape_text(v), v.producer, v.index, v.buffer, 1 if v.is_array else 0, v.rank])
 
     # Facts: every Origin the trace mentions, ancestors included.
     fact_ids: dict[int, int] = {}
@@ -399,14 +397,26 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
     # Copies: one per inserted copy (explain's order is copy_groups' order).
     groups = copy_groups(a)
     copies = []
-    for group, report in zip(groups, explanation.copies):
+    reports = explanation.copies if explanation is not None else [None] * len(groups)
+    by_reason: dict[str, tuple[int, int]] = {}
+    for group, report in zip(groups, reports):
         edges = [[e.consumer, e.operand] for e in group.edges]
-        copies.append([group.value, lays(_fmt(report.src)), lays(_fmt(group.dst)), report.bytes,
-                       report.total_bytes if report.total_bytes is not None else -1,
-                       report.loop_trips, report.reason, edges, fixloc(report.explain()), report.shape])
+        v = g.values[group.value]
+        src = a.layouts[v.id] or ()
+        if report is not None:
+            nbytes, total, trips, reason = report.bytes, report.total_bytes, report.loop_trips, report.reason
+            text = fixloc(report.explain())
+        else:  # no explanation given: what the assignment alone tells
+            nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
+            text = "(no explanation: pass explain(assignment) to render_trace_html)"
+        n, b = by_reason.get(reason, (0, 0))
+        by_reason[reason] = (n + 1, b + nbytes)
+        copies.append([group.value, lays(_fmt(src)), lays(_fmt(group.dst)), nbytes,
+                       total if total is not None else -1, trips, reason, edges, text,
+                       str(L.ArrayShape(v.element, v.dims))])
     entry = g.comps[g.entry]
     params = []
-    costs = {p.index: p for p in explanation.parameters}
+    costs = {p.index: p for p in explanation.parameters} if explanation is not None else {}
     for i, p in enumerate(entry.params):
         v = g.values[g.instrs[p].results[0]]
         mode = g.entry_param_modes[i] if i < len(g.entry_param_modes) else None
@@ -425,8 +435,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                                                    or (mode is None and a.entry_mode == "default"))
         results.append([v.id if v is not None else -1, lays(_fmt(lay)) if lay is not None else -1,
                         1 if pinned else 0])
-    by_reason = [[r, rule_text(r), n, b] for r, (n, b) in
-                 sorted(explanation.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+    by_reason_out = [[r, rule_text(r), n, b] for r, (n, b) in
+                     sorted(by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
     return {
         "v": 1,
         "title": title,
@@ -449,8 +459,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         "copies": copies,
         "params": params,
         "results": results,
-        "byReason": by_reason,
-        "totalBytes": explanation.total_bytes,
+        "byReason": by_reason_out,
+        "totalBytes": sum(c[3] for c in copies),
         "rounds": a.rounds,
     }
 
@@ -469,8 +479,10 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
                       title: str = "stablehlo-layout trace", *, input_name: str | None = None) -> str:
     """The whole page as one string (deterministic: same input, same bytes).
 
-    ``explanation`` is ``explain(assignment)`` (built here without fixes when
-    None); ``input_name`` replaces a parsed buffer's ``-`` in locations.
+    ``explanation`` is ``explain(assignment)``, whose text each copy shows
+    when clicked; with None the copies are drawn from the assignment alone
+    (no text, no parameter costs).  ``input_name`` replaces a parsed
+    buffer's ``-`` in locations, as the CLI does for its text.
     """
     if assignment.trace is None:
         raise ValueError("the assignment carries no trace: run analyze(..., trace=True)")
@@ -539,7 +551,7 @@ _PAGE = """<!DOCTYPE html>
         <pattern id="dots" width="5" height="5" patternUnits="userSpaceOnUse">
           <rect width="5" height="5" fill="#fff7e0"/><circle cx="2.5" cy="2.5" r="1" fill="#c9a23a"/>
         </pattern>
-        <marker id="arr" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="6" markerHeight="6" orient="auto">
+        <marker id="arr" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="8" markerHeight="8" markerUnits="userSpaceOnUse" orient="auto">
           <path d="M0,0 L8,4 L0,8 z" fill="#7b8296"/>
         </marker>
       </defs>
@@ -558,8 +570,8 @@ _PAGE = """<!DOCTYPE html>
       <h2>Layouts changed <span id="nchanged"></span></h2>
       <ul id="changed" class="lines"></ul>
       <h2>Deque <span id="dsize"></span></h2>
-      <div class="dq"><b>front</b> (popped next)<ol id="dfront" class="lines"></ol></div>
-      <div class="dq"><b>back</b><ol id="dback" class="lines"></ol></div>
+      <div class="dq"><b>front</b> (popped next, in order)<ol id="dfront" class="lines"></ol></div>
+      <div class="dq"><b>back</b> (the last three, the very back last)<ol id="dback" class="lines"></ol></div>
     </section>
     <section id="s-copies" aria-label="copies">
       <h2>Copies</h2>
@@ -662,7 +674,7 @@ const $ = (id) => document.getElementById(id);
 const esc = (s) => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 // instr: [op, comp, loc, results, operands, captures, callees, layer, slot, number, expanded]
 const I_OP = 0, I_COMP = 1, I_LOC = 2, I_RES = 3, I_OPS = 4, I_CAP = 5, I_CALLEES = 6, I_LAYER = 7, I_SLOT = 8, I_NUM = 9, I_EXP = 10;
-// value: [shape, producer, index, buffer, isArray]
+// value: [shape, producer, index, buffer, isArray, rank]
 // comp: [name, kind, home, size, isEntry, instrs]
 // fact (12 ints): kind, t0, t1, layout, priority, flags, round, rule, note, was, parent, instr
 const F = D.facts;
@@ -791,6 +803,8 @@ let shown = 0;
 
 // --- layout of the picture (sizes here; layers and slots came from Python) ---
 const NW = 190, LH = 14, PADY = 6, GAPX = 26, GAPY = 48, BOXPAD = 12, BOXTITLE = 18, MAXLINES = 4;
+const pinnedParamIds = new Set(D.params.filter((p) => p[3]).map((p) => p[0]));
+const pinnedParam = pinnedParamIds;
 const expanded = new Uint8Array(NI);
 for (let i = 0; i < NI; i++) expanded[i] = D.instrs[i][I_EXP];
 const hosted = (i) => D.instrs[i][I_CALLEES].filter((c) => D.comps[c][2] === i);
@@ -802,6 +816,21 @@ function nodeLines(i) {
   if (isGroup(i) || ins[I_CALLEES].length) n += 1;
   return n;
 }
+// Width: enough for the longest line (monospace), within bounds.
+const CHW = 6.7;
+const nodeW = new Float64Array(NI);
+for (let i = 0; i < NI; i++) {
+  const ins = D.instrs[i], op = D.ops[ins[I_OP]];
+  let n = (op.startsWith("stablehlo.") ? op.length - 10 : op.length) + (pinnedParamIds.has(i) ? 11 : 0);
+  if (op === "root") n = Math.max(n, 22);
+  const vals = op === "root" ? ins[I_OPS] : ins[I_RES];
+  for (let k = 0; k < Math.min(vals.length, MAXLINES); k++) {
+    const v = D.values[vals[k]];
+    n = Math.max(n, v[0].length + (v[4] ? 2 * Math.max(v[5], 1) + 3 : 0) + 4);
+  }
+  if (ins[I_CALLEES].length) n = Math.max(n, 32);
+  nodeW[i] = Math.max(150, Math.min(460, Math.ceil(n * CHW + 14)));
+}
 let posX, posY, posW, posH, visList, boxes, edges, rep, worldW, worldH;
 function layoutComp(c, ox, oy) {  // place computation c's nodes at (ox, oy); returns [w, h]
   const list = D.comps[c][5];
@@ -811,7 +840,7 @@ function layoutComp(c, ox, oy) {  // place computation c's nodes at (ox, oy); re
   const sz = new Map();
   for (const i of list) {
     if (expanded[i] && isGroup(i)) sz.set(i, measureGroup(i));
-    else sz.set(i, [NW, 2 * PADY + LH * (1 + nodeLines(i))]);
+    else sz.set(i, [nodeW[i], 2 * PADY + LH * (1 + nodeLines(i))]);
   }
   let y = oy, w = 0;
   for (const row of rows) {
@@ -828,10 +857,11 @@ function layoutComp(c, ox, oy) {  // place computation c's nodes at (ox, oy); re
   }
   return [Math.max(w, NW), Math.max(y - GAPY - oy, 20)];
 }
+const groupHead = (i) => 2 * PADY + LH * (1 + nodeLines(i));
 function measureGroup(i) {  // lay out once at 0,0 into a scratch, report size
   let w = 0, h = 0;
   for (const c of hosted(i)) { const s = compSize(c); w += s[0] + 2 * BOXPAD + GAPX; h = Math.max(h, s[1]); }
-  return [Math.max(NW, w - GAPX + 2 * BOXPAD), h + 2 * BOXPAD + BOXTITLE + LH * 2 + PADY];
+  return [Math.max(NW, w - GAPX + 2 * BOXPAD), h + 2 * BOXPAD + BOXTITLE + groupHead(i)];
 }
 const compSizeCache = new Map();
 function compSize(c) {
@@ -845,7 +875,7 @@ function compSize(c) {
     row.sort((a, b) => D.instrs[a][I_SLOT] - D.instrs[b][I_SLOT]);
     let x = 0, rowH = 0;
     for (const i of row) {
-      const s = (expanded[i] && isGroup(i)) ? measureGroup(i) : [NW, 2 * PADY + LH * (1 + nodeLines(i))];
+      const s = (expanded[i] && isGroup(i)) ? measureGroup(i) : [nodeW[i], 2 * PADY + LH * (1 + nodeLines(i))];
       x = Math.max(x, D.instrs[i][I_SLOT] * (NW + GAPX));
       x += s[0] + GAPX; rowH = Math.max(rowH, s[1]);
     }
@@ -857,7 +887,7 @@ function compSize(c) {
 function placeNode(i, x, y, w, h) {
   posX[i] = x; posY[i] = y; posW[i] = w; posH[i] = h; visList.push(i);
   if (expanded[i] && isGroup(i)) {
-    let bx = x + BOXPAD; const by = y + LH * 2 + PADY;
+    let bx = x + BOXPAD; const by = y + groupHead(i);
     for (const c of hosted(i)) {
       const s = compSize(c);
       boxes.push([c, bx, by, s[0] + 2 * BOXPAD, s[1] + 2 * BOXPAD + BOXTITLE]);
@@ -934,13 +964,22 @@ function draw() {
   const copyEdges = new Map();
   if (shown === LAST) D.copies.forEach((c, k) => { for (const [i, n] of c[7]) copyEdges.set(i + "," + n, k); });
   const many = visList.length > 0 && (x1 - x0) * (y1 - y0) / ((NW + GAPX) * 60) > 2500;
+  const inView = (i) => !(posX[i] > x1 || posY[i] > y1 || posX[i] + posW[i] < x0 || posY[i] + posH[i] < y0);
+  // open groups first (outer before inner), so their insides draw on top
+  for (const i of visList) if (expanded[i] && isGroup(i) && inView(i)) parts.push(nodeSvg(i, hot.get(i), changedVals));
   // boxes
   for (const [c, bx, by, bw, bh] of boxes) {
     if (bx > x1 || by > y1 || bx + bw < x0 || by + bh < y0) continue;
     const k = D.comps[c];
     const title = (k[4] ? "@" + k[0] + " (entry function)" : (k[1] === "func" ? "@" + k[0] : k[0] + " (" + k[1] + ")")) + " \u2014 " + k[3] + " ops";
-    parts.push('<rect class="box" x="' + bx + '" y="' + by + '" width="' + bw + '" height="' + bh + '" rx="6"/>');
-    parts.push('<text class="boxt" x="' + (bx + 6) + '" y="' + (by + 13) + '">' + esc(title) + "</text>");
+    // Each side clipped to the view: a dashed outline of a huge box is slow to paint.
+    const cx0 = Math.max(bx, x0), cx1 = Math.min(bx + bw, x1), cy0 = Math.max(by, y0), cy1 = Math.min(by + bh, y1);
+    const side = (ax, ay, bx2, by2) => parts.push('<path class="box" d="M' + ax + " " + ay + "L" + bx2 + " " + by2 + '"/>');
+    if (by >= y0) side(cx0, by, cx1, by);
+    if (by + bh <= y1) side(cx0, by + bh, cx1, by + bh);
+    if (bx >= x0) side(bx, cy0, bx, cy1);
+    if (bx + bw <= x1) side(bx + bw, cy0, bx + bw, cy1);
+    if (by >= y0) parts.push('<text class="boxt" x="' + (bx + 6) + '" y="' + (by + 13) + '">' + esc(title) + "</text>");
   }
   // edges
   let ne = 0; const labels = [];
@@ -964,7 +1003,8 @@ function draw() {
       const mx = (e[0] + e[2]) / 2, my = (e[1] + e[3]) / 2;
       const text = "copy #" + (k + 1) + " \u00b7 " + fmtBytes(c[3]) + " " + D.layouts[c[1]] + "\u2192" + D.layouts[c[2]];
       const w = 7 * text.length + 12;
-      labels.push('<g class="copy' + (selCopy === k ? " sel" : "") + '" data-copy="' + k + '" role="button" tabindex="0" aria-label="' + esc("explain " + text) + '"><rect x="' + (mx - w / 2) + '" y="' + (my - 10) + '" width="' + w + '" height="20" rx="4"/><text x="' + (mx - w / 2 + 6) + '" y="' + (my + 4) + '">' + esc(text) + "</text></g>");
+      const lx = mx + 8;  // beside the edge, never left of the picture
+      labels.push('<g class="copy' + (selCopy === k ? " sel" : "") + '" data-copy="' + k + '" role="button" tabindex="0" aria-label="' + esc("explain " + text) + '"><rect x="' + lx + '" y="' + (my - 10) + '" width="' + w + '" height="20" rx="4"/><text x="' + (lx + 6) + '" y="' + (my + 4) + '">' + esc(text) + "</text></g>");
     }
   }
   parts.push(...labels);
@@ -972,6 +1012,7 @@ function draw() {
   for (const i of visList) {
     const x = posX[i], y = posY[i], w = posW[i], h = posH[i];
     if (x > x1 || y > y1 || x + w < x0 || y + h < y0) continue;
+    if (expanded[i] && isGroup(i)) continue;  // drawn above
     if (many) { parts.push('<rect class="ov" x="' + x + '" y="' + y + '" width="' + w + '" height="' + h + '"/>'); continue; }
     parts.push(nodeSvg(i, hot.get(i), changedVals));
   }
@@ -1008,8 +1049,7 @@ function nodeSvg(i, cls, changedVals) {
   if (op === "root") {
     const ops = ins[I_OPS];
     for (let n = 0; n < Math.min(ops.length, MAXLINES); n++) {
-      const want = D.comps[ins[I_COMP]][4] && D.results[n] ? D.results[n][1] : -1;
-      s.push('<text x="6" y="' + y + '">' + esc("#" + n + " " + shapeLine(ops[n]) + (want >= 0 && shown === LAST ? " \u2192 " + D.layouts[want] : "")) + "</text>");
+      s.push('<text x="6" y="' + y + '">' + esc("#" + n + " " + shapeLine(ops[n])) + "</text>");
       y += LH;
     }
   } else {
@@ -1035,7 +1075,6 @@ function nodeSvg(i, cls, changedVals) {
   s.push("</g>");
   return s.join("");
 }
-const pinnedParam = new Set(D.params.filter((p) => p[3]).map((p) => p[0]));
 
 // --- the side panel -----------------------------------------------------------
 function li(text, onclick) {
@@ -1109,6 +1148,9 @@ function openCopy(k) {
   if (shown !== LAST) goStep(LAST);
   const c = D.copies[k]; const i = c[7][0][0];
   focusInstr = -1; reveal(i, true); showCopy(k);
+  const key = c[7][0][0] + "," + c[7][0][1];
+  const e = edges.find((e2) => e2[5] + "," + e2[6] === key);
+  if (e) { view.scrollLeft = Math.max(0, (e[0] + e[2]) / 2 * scale - view.clientWidth / 2); view.scrollTop = Math.max(0, (e[1] + e[3]) / 2 * scale - view.clientHeight / 2); }
   $("explainbox").scrollIntoView({ block: "nearest" });
 }
 function summary() {

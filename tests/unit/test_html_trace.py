@@ -1,0 +1,436 @@
+"""The interactive trace page: deterministic, self-contained, and right on screen.
+
+The browser tests drive a real headless Chromium through its DevTools
+protocol over ``--remote-debugging-pipe`` (standard library only: no
+WebSocket client, no driver download).  They need a Chromium binary
+(Debian: ``apt-get install -y chromium``) and skip with the reason when
+there is none.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from stablehlo_layout import mlir
+from stablehlo_layout.assignment import analyze
+from stablehlo_layout.explain import explain, render_trace
+from stablehlo_layout.html import deque_states, plan_calls, render_trace_html, write_trace_html
+from stablehlo_layout import propagation as P
+
+ROOT = Path(__file__).resolve().parents[2]
+SEED = "examples/pinned_transpose.mlir"
+
+
+def _with_path(text: str, path: str) -> str:
+    """As the CLI does: a parsed buffer's ``-:line:col`` names the input."""
+    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"{path}:{m.group(1)}:{m.group(2)}", text)
+
+
+def _analyze(rel: str, target: str = "generic", text: str | None = None):
+    ctx = mlir.make_context()
+    if text is None:
+        module = mlir.read_input(str(ROOT / rel), ctx)
+    else:
+        module = mlir.load(text.encode(), rel, ctx)
+    return analyze(module, target, "default", trace=True)
+
+
+def _page(rel: str, target: str = "generic", fixes: bool = True) -> tuple[str, object, object]:
+    g, a, _ = _analyze(rel, target)
+    e = explain(a, fixes=fixes)
+    return render_trace_html(g, a, e, f"trace of {rel}", input_name=rel), a, e
+
+
+# --- without a browser -------------------------------------------------------------
+
+
+def test_same_input_same_bytes():
+    first, _, _ = _page(SEED)
+    second, _, _ = _page(SEED)  # a fresh context, fresh objects
+    assert first == second
+    g, a, _ = _analyze("tests/lit/call.mlir")
+    assert render_trace_html(g, a, None, "t") == render_trace_html(g, a, None, "t")
+
+
+def test_page_is_self_contained(tmp_path):
+    for rel in (SEED, "tests/lit/call.mlir", "tests/lit/reduce.mlir"):
+        g, a, _ = _analyze(rel)
+        out = tmp_path / "page.html"
+        write_trace_html(g, a, explain(a, fixes=False), str(out), "t")
+        text = out.read_text(encoding="utf-8")
+        assert text.startswith("<!DOCTYPE html>")
+        for banned in ("http://", "https://", "src=", "<link", "@import", "//cdn", "fonts.googleapis"):
+            assert banned not in text, (rel, banned)
+        assert re.findall(r"url\(([^)]*)\)", text) and all(
+            u.startswith("#") for u in re.findall(r"url\(([^)]*)\)", text))
+        assert text.count("<script") == 2  # the data and the code, both inline
+
+
+def test_page_carries_the_trace_compactly():
+    html, a, _ = _page(SEED)
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
+    assert len(data["calls"]) >= 2  # one worklist run per round here
+    n, p, events = 0, 0, data["events"]
+    while p < len(events):
+        p += 4 + events[p + 3]
+        n += 1
+    assert n == len(a.trace)
+    assert len(data["copies"]) == 1 and data["copies"][0][3] == 256
+    assert len(data["facts"]) % 12 == 0
+
+
+def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
+    real: list[list[tuple]] = []
+    orig = P.Engine._drain
+
+    def drain(self, work, popped):
+        orig(self, work, popped)
+        if popped is not None and self.trace is not None:
+            real.append([(c.kind, (c.buffer,) if c.kind == "buffer" else (c.instr, c.operand)
+                          if c.kind == "operand" else (c.comp,)) for c in work])
+
+    monkeypatch.setattr(P.Engine, "_drain", drain)
+    _, a, _ = _analyze(rel, target)
+    monkeypatch.setattr(P.Engine, "_drain", orig)
+    mine = [[(f.kind, f.target) for f in state] for state in deque_states(a.trace)]
+    return mine, real
+
+
+@pytest.mark.parametrize("rel,target", [
+    (SEED, "generic"), ("tests/lit/call.mlir", "generic"), ("tests/lit/reduce.mlir", "generic"),
+    ("tests/lit/sort_gather_scatter.mlir", "generic"), ("tests/lit/custom_call.mlir", "generic"),
+    ("tests/lit/dot_conv.mlir", "xla-gpu"), ("tests/lit/xla_cpu.mlir", "xla-cpu"),
+])
+def test_deque_replay_matches_the_engine(rel, target, monkeypatch):
+    mine, real = _real_deques(rel, target, monkeypatch)
+    assert len(mine) == len(real) > 0
+    assert mine == real
+
+
+def test_each_round_is_one_worklist_run_seeded_by_the_entry():
+    _, a, _ = _analyze(SEED)
+    plans = plan_calls(a.trace)
+    assert [p.start for p in plans] == [0, 8]
+    # Seeds: the entry result (popped first) and the pinned parameter (popped last).
+    assert [a.trace[s].constraint.rule for p in plans for s in p.seeds] == [
+        "entry-result", "entry-parameter", "entry-result", "entry-parameter"]
+
+
+# --- in a real browser ---------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    for c in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser")):
+        if c and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+_TRAMPOLINE = (
+    "import os, sys\n"
+    "r, w = int(sys.argv[1]), int(sys.argv[2])\n"
+    "os.dup2(r, 3); os.dup2(w, 4); os.close(r); os.close(w)\n"
+    "os.execv(sys.argv[3], sys.argv[3:])\n"
+)
+
+
+class Browser:
+    """Headless Chromium over the DevTools pipe (fd 3: commands in, fd 4: replies out)."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        cmd_r, self._cmd_w = os.pipe()
+        self._out_r, out_w = os.pipe()
+        # Chromium reads commands on fd 3 and answers on fd 4.  A small Python
+        # trampoline moves the pipe ends there and execs the browser
+        # (no preexec_fn: this process has threads).
+        hi_r = fcntl.fcntl(cmd_r, fcntl.F_DUPFD_CLOEXEC, 10)
+        hi_w = fcntl.fcntl(out_w, fcntl.F_DUPFD_CLOEXEC, 10)
+        for fd in (cmd_r, out_w):
+            os.close(fd)
+        args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={profile}", "--remote-debugging-pipe", "--window-size=1400,900",
+                "about:blank"]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _TRAMPOLINE, str(hi_r), str(hi_w), *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(hi_r, hi_w))
+        os.close(hi_r)
+        os.close(hi_w)
+        self._buf = b""
+        self._id = 0
+        self.events: list[dict] = []
+        target = self.call("Target.createTarget", url="about:blank")["targetId"]
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        self.call("Page.enable", session=True)
+        self.call("Runtime.enable", session=True)
+
+    def _read(self, deadline: float) -> dict:
+        while b"\0" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("no answer from chromium")
+            ready, _, _ = select.select([self._out_r], [], [], left)
+            if ready:
+                chunk = os.read(self._out_r, 1 << 16)
+                if not chunk:
+                    raise RuntimeError("chromium closed the DevTools pipe")
+                self._buf += chunk
+        msg, self._buf = self._buf.split(b"\0", 1)
+        return json.loads(msg)
+
+    def call(self, method: str, session: bool = False, timeout: float = 30, **params) -> dict:
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = self.session
+        os.write(self._cmd_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            reply = self._read(deadline)
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            self.events.append(reply)
+
+    def wait_event(self, method: str, timeout: float = 30) -> dict:
+        deadline = time.monotonic() + timeout
+        while True:
+            for n, ev in enumerate(self.events):
+                if ev.get("method") == method:
+                    return self.events.pop(n)
+            self.events.append(self._read(deadline))
+
+    def open(self, url: str) -> None:
+        self.events.clear()
+        self.call("Page.navigate", session=True, url=url)
+        self.wait_event("Page.loadEventFired")
+        self.js("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+    def js(self, expression: str):
+        r = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True,
+                      awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"{expression}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def settle(self) -> None:
+        self.js("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+    def key(self, key: str, code: int) -> None:
+        for kind in ("rawKeyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", session=True, type=kind, key=key, code=key,
+                      windowsVirtualKeyCode=code, nativeVirtualKeyCode=code)
+        self.settle()
+
+    def click(self, selector: str) -> None:
+        box = self.js(f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+                      " return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", session=True, type=kind, x=box[0], y=box[1],
+                      button="left", clickCount=1)
+        self.settle()
+
+    def text(self, selector: str) -> str:
+        return self.js(f"document.querySelector({json.dumps(selector)}).textContent")
+
+    def texts(self, selector: str) -> list[str]:
+        return self.js(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.textContent)")
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close", timeout=10)
+        except Exception:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self._cmd_w)
+        os.close(self._out_r)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no Chromium binary (/usr/bin/chromium or chromium on PATH): "
+                    "apt-get install -y chromium to run the browser tests")
+    b = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()
+
+
+def _node_text(b: Browser, op: str) -> str:
+    """The text of the drawn node whose tooltip starts with ``op``."""
+    return b.js(f"(() => {{ const n = [...document.querySelectorAll('#world .n')].find("
+                f"g => g.querySelector('title').textContent.startsWith({json.dumps(op)}));"
+                " return n ? [...n.querySelectorAll('text')].map(t => t.textContent).join(' | ') : null; })()")
+
+
+def _node_classes(b: Browser, op: str) -> str:
+    return b.js(f"(() => {{ const n = [...document.querySelectorAll('#world .n')].find("
+                f"g => g.querySelector('title').textContent.startsWith({json.dumps(op)}));"
+                " return n ? n.getAttribute('class') : null; })()")
+
+
+def test_seed_page_in_a_browser(browser, tmp_path):
+    b = browser
+    g, a, _ = _analyze(SEED)
+    e = explain(a)
+    out = tmp_path / "seed.html"
+    write_trace_html(g, a, e, str(out), "seed", input_name=SEED)
+    trace_lines = [ln.strip() for ln in _with_path(render_trace(a), SEED).splitlines()]
+    pops = [ln for ln in trace_lines if ln.startswith("pop ")]
+    b.open(out.as_uri())
+    assert b.js("document.title") == "seed"
+    # The page's own rendering of the whole trace is render_trace's, line for line.
+    assert b.js("traceText()") == _with_path(render_trace(a), SEED)
+    state = b.js("traceState()")
+    assert state["step"] == 0 and state["pops"] == len(a.trace) == 16 and state["last"] == 17
+    assert b.text("#pop") == "(none)"
+
+    # Right arrow: pop 1, the entry result constraint.
+    b.key("ArrowRight", 39)
+    assert b.text("#pop") == pops[0] == "pop 1: results of @main = {1,0}  [result; entry-result; mandatory, dfs, priority 3]"
+    assert b.text("#where") == "round 0, current priority 0: @main"
+    badges = b.texts("#badges .badge")
+    assert {"result", "priority 3", "mandatory", "dfs (front)", "rule: entry-result"} <= set(badges)
+    assert b.texts("#derived li") == [
+        f"+ result of stablehlo.negate at {SEED}:8:8 = {{1,0}}  [buffer; consumer-demand; derived, priority 0]"]
+    assert "POPPED" in _node_text(b, "root") and "popped" in _node_classes(b, "root")
+    param = _node_text(b, "parameter")
+    assert "[PINNED]" in param and "f32[16,4] {1,0}" in param and "pinned" in _node_classes(b, "parameter")
+    negate = _node_text(b, "stablehlo.negate")
+    assert "\u0394 f32[4,16] {1,0}" in negate and "DERIVED" in negate and "CHANGED" in negate
+    assert "f32[4,16] {?}" in _node_text(b, "stablehlo.transpose")  # nothing set yet
+    changed = b.texts("#changed li")
+    assert f"\u0394 result of stablehlo.negate at {SEED}:8:8: unset \u2192 {{1,0}}" in changed
+    assert b.text("#dsize") == "(2 waiting)"
+
+    # Next button to pop 6: the transpose wants {0,1} from the pinned parameter.
+    for _ in range(5):
+        b.click("#b-next")
+    assert b.js("traceState().step") == 6
+    assert b.text("#pop") == pops[5] == (
+        f"pop 6: operand 0 of stablehlo.transpose at {SEED}:7:8 = {{0,1}}  "
+        "[operand; transpose-bitcast; derived, dfs, priority 0]")
+    assert {"operand", "priority 0", "derived (not mandatory)", "dfs (front)", "rule: transpose-bitcast"} <= set(
+        b.texts("#badges .badge"))
+    assert "the layout that makes the transpose a bitcast" in b.text("#origin")
+    assert f"\u2190 result of stablehlo.transpose at {SEED}:7:8 = {{1,0}}" in b.text("#origin")
+    assert "\u2260 wants {0,1}" in b.texts("#world .wl")
+    assert b.js("document.querySelectorAll('#world path.e.want.hot').length") == 1
+    assert "POPPED" in _node_text(b, "stablehlo.transpose")
+    assert "f32[16,4] {1,0}" in _node_text(b, "parameter")
+    # The deque as the engine had it: the transpose's own result, then the parameter seed.
+    front = b.texts("#dfront li")
+    assert front[0].startswith(f"result of stablehlo.transpose at {SEED}:7:8 = {{1,0}}  [buffer; transpose-bitcast")
+    assert front[1].startswith("parameter 0 of @main = {1,0}  [buffer; entry-parameter; mandatory")
+    sizes = [len(s) for s in deque_states(a.trace)]
+    assert b.text("#dsize") == f"({sizes[5]} waiting)"
+
+    # Left arrow goes back; the slider jumps.
+    b.key("ArrowLeft", 37)
+    assert b.text("#pop") == pops[4]
+    b.js("(() => { const s = document.getElementById('slider'); s.value = 9;"
+         " s.dispatchEvent(new Event('input')); })()")
+    b.settle()
+    assert b.text("#where") == "round 1, current priority 1: @main"
+    assert b.text("#pop") == pops[8]
+    assert "f32[4,16] {?}" in _node_text(b, "stablehlo.transpose")  # a new round starts afresh
+    for step in range(1, 17):  # every step: the popped line and the deque size
+        b.js(f"goStep({step})")
+        assert b.text("#pop") == pops[step - 1]
+        assert b.text("#dsize") == f"({sizes[step - 1]} waiting)"
+
+    # End: the layouts assigned and the one copy on its edge; clicking it explains it.
+    b.key("End", 35)
+    assert b.js("traceState().step") == 17
+    assert "end state" in b.text("#stepno")
+    copies = b.texts("#world .copy")
+    assert copies == ["copy #1 \u00b7 256 B {1,0}\u2192{0,1}"]
+    assert b.js("document.querySelectorAll('#world path.e.cp').length") == 1
+    assert "f32[4,16] {1,0}" in _node_text(b, "stablehlo.transpose")
+    assert b.js("document.getElementById('explainbox').hidden") is True
+    b.click("#world .copy")
+    assert b.js("document.getElementById('explainbox').hidden") is False
+    assert b.text("#explain") == _with_path(e.copies[0].explain(), SEED)
+    assert b.text("#explain").startswith("copy #1: f32[16,4] {1,0} -> {0,1}")
+    summary = b.text("#summary")
+    assert "1 copy, 256 B" in summary and "entry result layout (entry-result)" in summary
+    assert "pinned" in summary and "-1 copy, -256 B" in summary
+    b.key("Home", 36)
+    assert b.text("#pop") == "(none)"
+
+
+@pytest.mark.parametrize("rel,target", [
+    ("tests/lit/call.mlir", "generic"), ("tests/lit/reduce.mlir", "generic"),
+    ("tests/lit/sort_gather_scatter.mlir", "generic"), ("tests/lit/xla_gpu_collectives.mlir", "xla-gpu"),
+])
+def test_page_trace_text_matches_render_trace(browser, tmp_path, rel, target):
+    g, a, _ = _analyze(rel, target)
+    out = tmp_path / "page.html"
+    write_trace_html(g, a, explain(a, fixes=False), str(out), rel, input_name=rel)
+    browser.open(out.as_uri())
+    assert browser.js("traceText()") == _with_path(render_trace(a), rel)
+    browser.js("goStep(traceState().last)")
+    browser.settle()
+    groups = P.copy_groups(a)
+    listed = browser.texts("#copylist li")
+    assert listed == ["no copies"] if not groups else len(listed) == len(groups)
+    assert len(browser.texts("#world .copy")) <= len(groups)
+
+
+def _big_module(n: int) -> str:
+    """A chain of ``n`` elementwise/transpose ops over two parameters, plus some reductions."""
+    lines = ["func.func public @main(%a: tensor<8x16xf32>, %b: tensor<16x8xf32>) -> tensor<8x16xf32> {"]
+    lines.append("  %z = stablehlo.constant dense<0.0> : tensor<f32>")
+    prev = "%a"
+    for k in range(n):
+        if k % 50 == 49:
+            lines.append(f"  %t{k} = stablehlo.transpose %b, dims = [1, 0] : (tensor<16x8xf32>) -> tensor<8x16xf32>")
+            lines.append(f"  %v{k} = stablehlo.add {prev}, %t{k} : tensor<8x16xf32>")
+        elif k % 100 == 10:
+            lines.append(f"  %r{k} = stablehlo.reduce({prev} init: %z) applies stablehlo.add across dimensions = [1]"
+                         " : (tensor<8x16xf32>, tensor<f32>) -> tensor<8xf32>")
+            lines.append(f"  %v{k} = stablehlo.broadcast_in_dim %r{k}, dims = [0] : (tensor<8xf32>) -> tensor<8x16xf32>")
+        else:
+            lines.append(f"  %v{k} = stablehlo.{'negate' if k % 2 else 'exponential'} {prev} : tensor<8x16xf32>")
+        prev = f"%v{k}"
+    lines.append(f"  return {prev} : tensor<8x16xf32>")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def test_large_module_draws_only_what_is_in_view(browser, tmp_path):
+    g, a, _ = _analyze("big.mlir", text=_big_module(2500))
+    assert len(g.instrs) > 2500
+    out = tmp_path / "big.html"
+    write_trace_html(g, a, explain(a, fixes=False), str(out), "big")
+    size = out.stat().st_size
+    assert size < 400 * (len(g.instrs) + len(a.trace))  # proportional, not per-step HTML
+    browser.open(out.as_uri())
+    state = browser.js("traceState()")
+    assert state["nodes"] > 2500 and 0 < state["drawn"] < 200
+    assert state["groups"] >= 20 and state["expanded"] == 0  # regions start collapsed in a big module
+    browser.js(f"goStep({len(a.trace) // 2})")
+    browser.settle()
+    state = browser.js("traceState()")
+    assert 0 < state["drawn"] < 200
+    assert browser.text("#pop").startswith(f"pop {len(a.trace) // 2}: ")
+    browser.key("End", 35)
+    assert browser.js("traceState().step") == len(a.trace) + 1
