@@ -1156,7 +1156,7 @@ function openCopy(k) {
 function summary() {
   const s = $("summary"); s.replaceChildren();
   const p = document.createElement("p");
-  p.textContent = D.copies.length + " cop" + (D.copies.length === 1 ? "y" : "ies") + ", " + fmtBytes(D.totalBytes) + " moved per copy pass; target " + D.target + ", entry layouts " + D.entryMode + "; " + NE + " pops in " + D.rounds + " rounds.";
+  p.textContent = D.copies.length + " cop" + (D.copies.length === 1 ? "y" : "ies") + ", " + fmtBytes(D.totalBytes) + " moved per execution; target " + D.target + ", entry layouts " + D.entryMode + "; " + NE + " pops in " + D.rounds + " rounds.";
   s.appendChild(p);
   const table = (head, rows) => {
     const t = document.createElement("table"), tr = document.createElement("tr");
