@@ -263,6 +263,8 @@ class _Importer:
         if not funcs:
             raise PassError("the module has no func.func to assign layouts to")
         entry_name = _entry_name(funcs)
+        with self.module.context:
+            _drop_previous_copies(funcs)
         inlined: set[str] = set()
         if self.inline:
             with self.module.context:
@@ -450,6 +452,25 @@ def _nested_ops(op: ir.Operation):
             for inner in block.operations:
                 yield inner
                 yield from _nested_ops(inner.operation)
+
+
+COPY_NAME_PREFIX = "layout_copy("
+# A unit attribute on every copy this pass inserts: it survives printing
+# without locations, so a later run can recognise its own copies.
+COPY_MARK = "stablehlo_layout.inserted"
+
+
+def _drop_previous_copies(funcs: list[ir.Operation]) -> None:
+    """Remove the copies an earlier run of this pass inserted, as XLA's pass does on a re-run.
+
+    The rewrite puts back whichever are still needed, so running the pass on
+    its own output changes nothing.
+    """
+    stale = [op for f in funcs for op in _nested_ops(f.operation)
+             if op.operation.name == "mhlo.copy" and COPY_MARK in op.attributes]
+    for op in stale:
+        op.results[0].replace_all_uses_with(op.operands[0])
+        op.operation.erase()
 
 
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:

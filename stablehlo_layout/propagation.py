@@ -864,12 +864,16 @@ class Engine:
                 copies.append(CopyEdge(ov.id, have, c.layout, iid, n, c))
         # Implicit captures must match the region parameter they stand for.
         shared = self._shared_branch_operands()
-        for ins in g.instrs:
+        # Inside a branch that copies its parameter, every use reads the copy:
+        # the layout uses see, where it differs from the parameter's own.
+        effective: dict[int, L.Layout | None] = {}
+        for ins in g.instrs:  # outer region ops come before the ones nested in them
             base = len(ins.operands)
             for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
                 ov = g.values[ins.captures[k]]
-                want = layouts[g.instrs[g.comps[comp].params[number]].results[0]]
-                have = layouts[ov.id]
+                param = g.instrs[g.comps[comp].params[number]].results[0]
+                want = layouts[param]
+                have = effective.get(ov.id, layouts[ov.id])
                 if want is not None and have is not None and want != have and ov.rank > 0:
                     inside = comp if g.comps[comp].kind == "branch" and comp not in shared else None
                     copies.append(CopyEdge(ov.id, have, want, ins.id, base + k,
@@ -877,7 +881,8 @@ class Engine:
                     if inside is not None:
                         # XLA's CopyOperandIfLayoutsDiffer: the branch parameter
                         # takes the operand's layout, the copy sits in the branch.
-                        layouts[g.instrs[g.comps[comp].params[number]].results[0]] = have
+                        layouts[param] = have
+                        effective[param] = want
         # Root copies where a computation's result layout is fully known and differs.
         entry_results: list[L.Layout | None] = []
         for comp in g.comps:
@@ -895,7 +900,7 @@ class Engine:
                                 self.round)
             for i in arrays:
                 vid = root.operands[i]
-                want, have = cl.results[i], layouts[vid]
+                want, have = cl.results[i], effective.get(vid, layouts[vid])
                 if want is not None and have is not None and want != have and g.values[vid].rank > 0:
                     copies.append(CopyEdge(vid, have, want, comp.root, i, demand))
         entry = g.comps[g.entry]  # type: ignore[index]

@@ -15,7 +15,7 @@ from jaxlib.mlir import ir
 
 from . import layout as L
 from .graph import ARRAY, TOKEN, Graph, Value
-from .importer import Handles
+from .importer import COPY_MARK, COPY_NAME_PREFIX, Handles
 from .propagation import Assignment, CopyEdge, copy_groups
 
 
@@ -45,6 +45,12 @@ class _Attrs:
             self.dense[lay] = a
         return a
 
+    def unit(self) -> ir.Attribute:
+        a = self.strings.get("")
+        if a is None:
+            a = self.strings[""] = ir.UnitAttr.get()
+        return a
+
     def string(self, s: str) -> ir.Attribute:
         a = self.strings.get(s)
         if a is None:
@@ -72,14 +78,20 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list
         _annotate_inlined_calls(g, a, h, cache)
         copies = _insert_copies(g, a, h, cache)
         _write_entry(op, g, a, h, cache)
-        _fold_identical_clones(op, h)
-    return copies
+        erased = _fold_identical_clones(op, h)
+    # A clone folded into an identical one took its copies with it.
+    return [c for c in copies if g.instrs[c.edges[0].consumer].scope not in erased]
 
 
 def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     for ins in g.instrs:
         op = h.ops[ins.id]
         if op is None or ins.op == "root" or not ins.results:
+            continue
+        if g.comps[ins.comp].kind == "apply":
+            # Reducer and comparator bodies work on scalars and have no layout
+            # to choose; annotating them would also stop the printer from
+            # using their compact form, which it does by dropping attributes.
             continue
         vals = [g.values[r] for r in ins.results]
         if not any(v.kind == ARRAY or v.elements for v in vals):
@@ -94,14 +106,15 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
-    current: dict[int, ir.Value] = {}
+    # (capture parameter, function) -> the MLIR value that now stands for it there.
+    current: dict[tuple[int, str], ir.Value] = {}
     starts: _BlockStarts = {}
     made: list[InsertedCopy] = []
     for group in copy_groups(a):
         vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
         v = g.values[vid]
         source = _visible(g, h, current, v, scope)
-        name = f"layout_copy({g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
+        name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         loc = ir.Location.name(name, childLoc=child)
@@ -112,6 +125,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
             attrs = {
                 "xla_shape": cache.string(shape_text(v, dst)),
                 "result_layout": cache.layout(dst),
+                COPY_MARK: cache.unit(),
             }
             cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
                                      attributes=attrs, loc=loc)
@@ -141,10 +155,10 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
     return ir.InsertionPoint.after(value.owner)
 
 
-def _visible(g: Graph, h: Handles, current: dict[int, ir.Value], v: Value, scope: str) -> ir.Value:
+def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value, scope: str) -> ir.Value:
     """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
-    if v.id in current:
-        return current[v.id]
+    if (v.id, scope) in current:
+        return current[(v.id, scope)]
     view = h.views.get((v.id, scope))
     if view is not None:
         return view
@@ -158,7 +172,7 @@ def _visible(g: Graph, h: Handles, current: dict[int, ir.Value], v: Value, scope
 
 
 def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
-              current: dict[int, ir.Value]) -> None:
+              current: dict[tuple[int, str], ir.Value]) -> None:
     ins = g.instrs[e.consumer]
     op = h.ops[e.consumer]
     assert op is not None
@@ -170,7 +184,7 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     comp, number = ins.attrs["capture_params"][e.operand - n_real]
     region = h.regions[comp]
     param_value = g.instrs[g.comps[comp].params[number]].results[0]
-    current[param_value] = new
+    current[(param_value, ins.scope)] = new
     copy_op = new.owner
     for use in list(old.uses):
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
@@ -206,8 +220,8 @@ def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) 
             op.attributes["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
 
 
-def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
-    """Keep one function per distinct layout signature; return each clone's final name.
+def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
+    """Keep one function per distinct layout signature; return the clones folded away.
 
     Every call site got its own clone so each could take its own layouts.
     Clones whose bodies came out identical are folded back together: the
@@ -215,7 +229,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
     ``<f>.layout<k>`` so the reader sees that the layouts differ.
     """
     if not h.inlined:
-        return {}
+        return set()
     body = module.regions[0].blocks[0]
     funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
              if f.operation.name == "func.func"}
@@ -227,7 +241,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
         root = name.split(".site")[0]
         if name == root or name in h.inlined:
             families[root].append(name)
-    final: dict[str, str] = {}
+    erased: set[str] = set()
     # Callees before callers: a caller's text then already names folded callees.
     for root in sorted(families, key=lambda r: -max(depth.get(n, 0) for n in families[r])):
         members = sorted(families[root], key=lambda n: n != root)
@@ -247,6 +261,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
             if owner[name] != name:
                 funcs.pop(name).operation.erase()
                 calls.pop(name)
+                erased.add(name)
         for rep, nn in new_name.items():
             if rep != nn:
                 funcs[rep].attributes["sym_name"] = ir.StringAttr.get(nn)
@@ -255,9 +270,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> dict[str, str]:
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 if callee in owner:
                     op.attributes["callee"] = ir.FlatSymbolRefAttr.get(new_name[owner[callee]])
-        for name in members:
-            final[name] = new_name[owner[name]]
-    return final
+    return erased
 
 
 def _all_ops(op: ir.Operation):
