@@ -35,8 +35,8 @@
 // CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    -> (tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"})
-// CHECK-DAG:     %[[CX:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,6]{1,0}"}
-// CHECK-DAG:     %[[CY:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,6]{1,0}"}
+// CHECK-DAG:     %[[CX:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{1,0}"}
+// CHECK-DAG:     %[[CY:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{1,0}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[F:.+]] = call @f(%[[CX]])
 // CHECK-SAME:      xla_shape = "f32[6,4]{0,1}"

@@ -27,10 +27,10 @@
 // GEN-SAME:    %arg0: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}
 // GEN-SAME:    %arg1: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}"}
 // GEN-SAME:    -> (tensor<8x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<8x4xf32> {mhlo.layout_mode = "{0,1}"})
-// GEN-NEXT:    %[[A:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,8]{1,0}"}
+// GEN-NEXT:    %[[A:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{1,0}"}
 // GEN-NEXT:    %[[R0:.+]] = call @f(%[[A]])
 // GEN-SAME:      xla_shape = "f32[8,4]{0,1}"
-// GEN-NEXT:    %[[R0C:.+]] = mhlo.copy %[[R0]] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[8,4]{1,0}"}
+// GEN-NEXT:    %[[R0C:.+]] = mhlo.copy %[[R0]] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[8,4]{1,0}"}
 // GEN-NEXT:    %[[R1:.+]] = call @f(%arg1)
 // GEN-SAME:      xla_shape = "f32[8,4]{0,1}"
 // GEN-NEXT:    return %[[R0C]], %[[R1]]
@@ -43,12 +43,12 @@
 // CPU-LABEL: func.func public @main(
 // CPU-NEXT:    %[[R0:.+]] = call @f(%arg0)
 // CPU-SAME:      xla_shape = "f32[8,4]{0,1}"
-// CPU-NEXT:    %[[R0C:.+]] = mhlo.copy %[[R0]] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[8,4]{1,0}"}
+// CPU-NEXT:    %[[R0C:.+]] = mhlo.copy %[[R0]] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[8,4]{1,0}"}
 // CPU-NEXT:    %[[R1:.+]] = call @f.layout1(%arg1)
 // CPU-SAME:      xla_shape = "f32[8,4]{0,1}"
 // CPU-NEXT:    return %[[R0C]], %[[R1]]
 // CPU-LABEL: func.func private @f(
-// CPU-NEXT:    %[[C:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,8]{1,0}"}
+// CPU-NEXT:    %[[C:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{1,0}"}
 // CPU-NEXT:    stablehlo.transpose %[[C]], dims = [1, 0]
 // CPU-SAME:      xla_shape = "f32[8,4]{0,1}"
 // CPU-NEXT:    return

@@ -37,8 +37,8 @@
 // CPU-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 0 : i32}
 // CPU-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 1 : i32}
 // CPU-SAME:    -> (tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"})
-// CPU-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
-// CPU-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
+// CPU-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
+// CPU-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // CPU:         %[[T0:.+]] = stablehlo.transpose %[[X]], dims = [1, 0]
 // CPU-SAME:      xla_shape = "f32[4,4]{0,1}"
 // CPU-NEXT:    %[[T1:.+]] = stablehlo.transpose %[[Z]], dims = [1, 0]
@@ -50,8 +50,8 @@
 // GEN-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 0 : i32}
 // GEN-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{1,0}", tf.aliasing_output = 1 : i32}
 // GEN-SAME:    -> (tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x4xf32> {mhlo.layout_mode = "{1,0}"})
-// GEN-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
-// GEN-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,4]{0,1}"}
+// GEN-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
+// GEN-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{0,1}"}
 // GEN:         %[[T0:.+]] = stablehlo.transpose %[[X]], dims = [1, 0]
 // GEN-SAME:      xla_shape = "f32[4,4]{0,1}"
 // GEN-NEXT:    %[[T1:.+]] = stablehlo.transpose %[[Z]], dims = [1, 0]

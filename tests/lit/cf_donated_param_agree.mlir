@@ -22,7 +22,7 @@
 // CHECK-SAME:    -> (tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"})
 // CHECK-NEXT:    %[[S:.+]] = stablehlo.add %arg0, %arg1
 // CHECK-SAME:      xla_shape = "f32[4,8]{1,0}"
-// CHECK-NEXT:    %[[R:.+]] = mhlo.copy %[[S]] {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,8]{0,1}"}
+// CHECK-NEXT:    %[[R:.+]] = mhlo.copy %[[S]] {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{0,1}"}
 // CHECK-NEXT:    return %[[R]]
 func.func public @main(%x: tensor<4x8xf32> {mhlo.layout_mode = "auto", tf.aliasing_output = 0 : i32}, %y: tensor<4x8xf32>)
     -> (tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}) {

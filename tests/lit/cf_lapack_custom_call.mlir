@@ -25,10 +25,10 @@
 // CPU-LABEL: func.func public @main(
 // CPU-NEXT:    %[[G:.+]] = stablehlo.dot_general %arg0, %arg0
 // CPU-SAME:      xla_shape = "f32[4,4]{1,0}"
-// CPU-NEXT:    %[[GC:.+]] = mhlo.copy %[[G]] {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,4]{0,1}"}
+// CPU-NEXT:    %[[GC:.+]] = mhlo.copy %[[G]] {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{0,1}"}
 // CPU-NEXT:    %[[L:.+]]:2 = stablehlo.custom_call @lapack_spotrf_ffi(%[[GC]])
 // CPU-SAME:      xla_shape = "(f32[4,4]{0,1}, s32[])"
-// CPU-NEXT:    %[[LC:.+]] = mhlo.copy %[[L]]#0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
+// CPU-NEXT:    %[[LC:.+]] = mhlo.copy %[[L]]#0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // CPU-NEXT:    return %[[LC]], %[[L]]#1
 
 // GEN-LABEL: func.func public @main(
@@ -36,7 +36,7 @@
 // GEN-SAME:      xla_shape = "f32[4,4]{0,1}"
 // GEN-NEXT:    %[[L:.+]]:2 = stablehlo.custom_call @lapack_spotrf_ffi(%[[G]])
 // GEN-SAME:      xla_shape = "(f32[4,4]{0,1}, s32[])"
-// GEN-NEXT:    %[[LC:.+]] = mhlo.copy %[[L]]#0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
+// GEN-NEXT:    %[[LC:.+]] = mhlo.copy %[[L]]#0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // GEN-NEXT:    return %[[LC]], %[[L]]#1
 func.func public @main(%a: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<i32>) {
   %g = stablehlo.dot_general %a, %a, contracting_dims = [1] x [1] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>

@@ -24,7 +24,7 @@
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    -> (tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"})
-// CHECK-NEXT:    %[[IN:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,8]{1,0}"}
+// CHECK-NEXT:    %[[IN:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{1,0}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[OUT:.+]]:2 = stablehlo.while(%iterArg = %c, %iterArg_2 = %[[IN]])
 // CHECK-SAME:      xla_shape = "(s32[], f32[4,8]{1,0})"
@@ -40,7 +40,7 @@
 // CHECK-NEXT:    stablehlo.add
 // CHECK-NEXT:    stablehlo.return
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %[[R:.+]] = mhlo.copy %[[OUT]]#1 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,8]{0,1}"}
+// CHECK-NEXT:  %[[R:.+]] = mhlo.copy %[[OUT]]#1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{0,1}"}
 // CHECK-NEXT:  return %[[R]]
 func.func public @main(%x: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}) -> (tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}) {
   %c0 = stablehlo.constant dense<0> : tensor<i32>

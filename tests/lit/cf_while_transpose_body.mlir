@@ -22,12 +22,12 @@
 
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-NEXT:    %[[IN:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,4]{0,1}"}
+// CHECK-NEXT:    %[[IN:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{0,1}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[W:.+]]:2 = stablehlo.while(%iterArg = %c, %iterArg_2 = %[[IN]])
 // CHECK-SAME:      xla_shape = "(s32[], f32[4,4]{0,1})"
 // CHECK:         } do {
-// CHECK-NEXT:      %[[B:.+]] = mhlo.copy %iterArg_2 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
+// CHECK-NEXT:      %[[B:.+]] = mhlo.copy %iterArg_2 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // CHECK-NEXT:      %[[S:.+]] = stablehlo.sine %[[B]]
 // CHECK-SAME:        xla_shape = "f32[4,4]{1,0}"
 // CHECK-NEXT:      %[[T:.+]] = stablehlo.transpose %[[S]], dims = [1, 0]
@@ -35,7 +35,7 @@
 // CHECK-NOT:       mhlo.copy
 // CHECK:           stablehlo.return %{{.+}}, %[[T]]
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %[[R:.+]] = mhlo.copy %[[W]]#1 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
+// CHECK-NEXT:    %[[R:.+]] = mhlo.copy %[[W]]#1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // CHECK-NEXT:    return %[[R]]
 func.func public @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
   %c0 = stablehlo.constant dense<0> : tensor<i32>

@@ -20,8 +20,8 @@
 //   the row-major result (transpose forward rule, mandatory, §5.2): no root copy.
 
 // CHECK-LABEL: func.func public @main(
-// CHECK-DAG:     %[[CX:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
-// CHECK-DAG:     %[[CW:.+]] = mhlo.copy %arg2 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
+// CHECK-DAG:     %[[CX:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
+// CHECK-DAG:     %[[CW:.+]] = mhlo.copy %arg2 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[K:.+]] = stablehlo.custom_call @my_kernel(%[[CX]])
 // CHECK-SAME:      result_layout = dense<[0, 1]> : tensor<2xindex>

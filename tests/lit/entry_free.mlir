@@ -30,13 +30,13 @@
 // CHECK-SAME:    %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg3: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    -> (tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"})
-// CHECK-DAG:     %[[CA:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
-// CHECK-DAG:     %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
-// CHECK-DAG:     %[[CD:.+]] = mhlo.copy %arg3 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
+// CHECK-DAG:     %[[CA:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
+// CHECK-DAG:     %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
+// CHECK-DAG:     %[[CD:.+]] = mhlo.copy %arg3 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
 // CHECK-NOT:     mhlo.copy
-// CHECK:         %[[TA:.+]] = stablehlo.transpose %[[CA]], dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[6,4]{1,0}"}
-// CHECK-NEXT:    %[[TB:.+]] = stablehlo.transpose %[[CB]], dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[6,4]{1,0}"}
-// CHECK-NEXT:    %[[TC:.+]] = stablehlo.transpose %arg2, dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[6,4]{1,0}"}
+// CHECK:         %[[TA:.+]] = stablehlo.transpose %[[CA]], dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[6,4]{1,0}"}
+// CHECK-NEXT:    %[[TB:.+]] = stablehlo.transpose %[[CB]], dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[6,4]{1,0}"}
+// CHECK-NEXT:    %[[TC:.+]] = stablehlo.transpose %arg2, dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[6,4]{1,0}"}
 // CHECK-NEXT:    return %[[TA]], %[[TB]], %[[TC]], %[[CD]]
 
 // FREE:        module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]
@@ -47,10 +47,10 @@
 // FREE-SAME:     %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
 // FREE-SAME:     %arg3: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // FREE-SAME:     -> (tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"})
-// FREE-DAG:      %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
-// FREE-DAG:      %[[CD:.+]] = mhlo.copy %arg3 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,6]{0,1}"}
+// FREE-DAG:      %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
+// FREE-DAG:      %[[CD:.+]] = mhlo.copy %arg3 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
 // FREE-NOT:      mhlo.copy
-// FREE:          %[[TA:.+]] = stablehlo.transpose %arg0, dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[6,4]{1,0}"}
+// FREE:          %[[TA:.+]] = stablehlo.transpose %arg0, dims = [1, 0] {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[6,4]{1,0}"}
 // FREE-NEXT:     %[[TB:.+]] = stablehlo.transpose %[[CB]], dims = [1, 0]
 // FREE-NEXT:     %[[TC:.+]] = stablehlo.transpose %arg2, dims = [1, 0]
 // FREE-NEXT:     return %[[TA]], %[[TB]], %[[TC]], %[[CD]]

@@ -29,12 +29,12 @@
 // iota and a constant returned with result layout {0,1} take {0,1}: no copy.
 
 // CHECK-LABEL: func.func public @main(
-// CHECK-DAG:     %[[CA:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[8,6]{1,0}"}
-// CHECK-DAG:     %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,4]{1,0}"}
-// CHECK-DAG:     %[[CS:.+]] = mhlo.copy %arg4 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[2,4]{0,1}"}
-// CHECK-DAG:     %[[CD:.+]] = mhlo.copy %arg5 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[8,6]{1,0}"}
-// CHECK-DAG:     %[[CU:.+]] = mhlo.copy %arg9 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[2,3]{0,1}"}
-// CHECK-DAG:     %[[CR:.+]] = mhlo.copy %arg10 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,6]{1,0}"}
+// CHECK-DAG:     %[[CA:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[8,6]{1,0}"}
+// CHECK-DAG:     %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
+// CHECK-DAG:     %[[CS:.+]] = mhlo.copy %arg4 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[2,4]{0,1}"}
+// CHECK-DAG:     %[[CD:.+]] = mhlo.copy %arg5 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[8,6]{1,0}"}
+// CHECK-DAG:     %[[CU:.+]] = mhlo.copy %arg9 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[2,3]{0,1}"}
+// CHECK-DAG:     %[[CR:.+]] = mhlo.copy %arg10 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{1,0}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         stablehlo.slice %[[CA]]
 // CHECK-SAME:      xla_shape = "f32[4,4]{1,0}"

@@ -22,18 +22,18 @@
 
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    -> (tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x5xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x5xi32> {mhlo.layout_mode = "{1,0}"}, tensor<3x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<5x4xi32> {mhlo.layout_mode = "{0,1}"})
-// CHECK-DAG:     %[[CK:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, xla_shape = "f32[4,5]{1,0}"}
-// CHECK-DAG:     %[[CI:.+]] = mhlo.copy %arg6 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "s32[2,1]{0,1}"}
+// CHECK-DAG:     %[[CK:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,5]{1,0}"}
+// CHECK-DAG:     %[[CI:.+]] = mhlo.copy %arg6 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "s32[2,1]{0,1}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         "stablehlo.sort"(%arg0)
-// CHECK:         result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,5]{0,1}"
+// CHECK:         result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,5]{0,1}"
 // CHECK:         "stablehlo.sort"(%[[CK]], %arg2)
 // CHECK:         xla_shape = "(f32[4,5]{1,0}, s32[4,5]{1,0})"
 // CHECK:         "stablehlo.gather"(%arg3, %arg4)
 // CHECK-SAME:      result_layout = dense<[1, 0]> : tensor<2xindex>
 // CHECK-SAME:      xla_shape = "f32[3,4]{1,0}"
 // CHECK:         "stablehlo.scatter"(%arg5, %[[CI]], %arg7)
-// CHECK:         result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "s32[5,4]{0,1}"
+// CHECK:         result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "s32[5,4]{0,1}"
 // CHECK-NOT:     mhlo.copy
 // CHECK:         return
 func.func public @main(%s1: tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"},

@@ -31,9 +31,9 @@
 // CHECK-SAME:    %arg4: tensor<2x3x4xf32> {mhlo.layout_mode = "{0,2,1}"}
 // CHECK-SAME:    %arg5: tensor<2x3x4x5xf32> {mhlo.layout_mode = "{2,1,3,0}"}
 // The three pinned parameters are copied at the top of the body.
-// CHECK-DAG:     %[[C2:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, xla_shape = "f32[4,8]{0,1}"}
-// CHECK-DAG:     %[[C3:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0, 2]> : tensor<3xindex>, xla_shape = "f32[2,3,4]{1,0,2}"}
-// CHECK-DAG:     %[[C4:.+]] = mhlo.copy %arg2 {result_layout = dense<[1, 3, 2, 0]> : tensor<4xindex>, xla_shape = "f32[2,3,4,5]{1,3,2,0}"}
+// CHECK-DAG:     %[[C2:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{0,1}"}
+// CHECK-DAG:     %[[C3:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0, 2]> : tensor<3xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[2,3,4]{1,0,2}"}
+// CHECK-DAG:     %[[C4:.+]] = mhlo.copy %arg2 {result_layout = dense<[1, 3, 2, 0]> : tensor<4xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[2,3,4,5]{1,3,2,0}"}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         stablehlo.transpose %[[C2]], dims = [1, 0]
 // CHECK-SAME:      result_layout = dense<[1, 0]> : tensor<2xindex>
