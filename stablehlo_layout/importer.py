@@ -184,6 +184,7 @@ class _Importer:
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
+        self.inlining: list[str] = []  # the functions whose calls are being inlined
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
@@ -373,6 +374,10 @@ class _Importer:
         f = self.funcs.get(callee)
         if f is None or len(f.regions[0].blocks) == 0:
             raise PassError(f"call to @{callee}, which has no body to inline", location_text(op.location))
+        if callee == self.scope or callee in self.inlining:
+            raise PassError(f"@{callee} calls itself; recursive calls cannot be inlined",
+                            location_text(op.location))
+        self.inlining.append(self.scope)
         block = f.regions[0].blocks[0]
         operands = [self._use(v, cid) for v in op.operands]
         caller_scope = self.scope
@@ -387,6 +392,7 @@ class _Importer:
             self.vid[res] = vid
             self.h.views.setdefault((vid, caller_scope), res)
         self.h.call_results.append((op.operation, results))
+        self.inlining.pop()
 
     def _link_calls(self) -> None:
         for ins in self.g.instrs:
@@ -511,7 +517,11 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
             called.add(target)
             visit(target, stack + [target])
 
-    roots = [entry] + [n for n in list(by_name) if n != entry]
+    # Start from the functions nobody calls: a callee reached first as a root
+    # would be laid out twice.
+    referenced = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                  for f in funcs for op in _nested_ops(f.operation) if op.operation.name == "func.call"}
+    roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):
             visit(name, [name])

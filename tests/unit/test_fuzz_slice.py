@@ -10,7 +10,8 @@ the copies a run inserted: a rerun now drops its own marked copies first, as
 XLA's pass does), B5 (copies of folded clones reported), B6 (reducer bodies are
 scalar and stay unannotated, so the printer's compact form loses nothing), B7 (a
 branch returning its captured value copied it twice), B8 (a copy placed in an
-inlined callee read the caller's value).
+inlined callee read the caller's value), B10 (a chain of uncalled private
+functions was flattened from the middle: the innermost lost its annotations).
 
 Still open (``xfail(strict=True)``; a fix makes the test XPASS and fail, so the
 marker must go):
@@ -20,8 +21,6 @@ B4  With "auto" / ``--entry-layouts free`` entry layouts, the second run (which
     dimensions, and sometimes adds a copy.
 B9  A while body that swaps carried values gets copies computed from a layout
     that disagrees with the while's own.
-B10 xla-cpu with a chain of private functions nobody calls: the innermost keeps
-    no xla_shape and an identical clone is added.
 """
 
 from __future__ import annotations
@@ -388,7 +387,7 @@ func.func public @main(%x: tensor<i32>) -> tensor<i32> {
 
 @pytest.mark.parametrize("target", [
     "generic",
-    pytest.param("xla-cpu", marks=pytest.mark.xfail(strict=True, reason="B10: unannotated @h plus a clone @h.layout1")),
+    "xla-cpu",
 ])
 def test_b10_uncalled_private_chain(target):
     out, _ = _assign(B10_UNCALLED_CHAIN, target)
