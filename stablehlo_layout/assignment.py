@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
 
+from .errors import PassError
 from .graph import Graph
 from .importer import import_module
 from .propagation import Assignment, assign_layouts
@@ -56,4 +57,17 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
     tgt, graph, handles, warnings = _import(module, target)
     assignment = assign_layouts(graph, tgt, entry_layouts, trace)
     copies = rewrite(module, assignment, handles)
+    _check_output(module)
     return LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)
+
+
+def _check_output(module: ir.Module | ir.Operation) -> None:
+    """Never hand back a module that does not verify: that would be a bug of ours."""
+    op = module.operation if isinstance(module, ir.Module) else module
+    try:
+        op.verify()
+    except ir.MLIRError as e:
+        first = e.error_diagnostics[0] if getattr(e, "error_diagnostics", None) else None
+        what = f"{first.message} at {first.location}" if first is not None else str(e).splitlines()[0]
+        raise PassError("internal error: the rewritten module does not verify "
+                        f"({what}); please report this with the input") from None
