@@ -63,6 +63,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _write_atomically(path: str, text: str) -> None:
+    if os.path.exists(path) and not os.path.isfile(path):
+        # A device or pipe (-o /dev/null, a FIFO): renaming over it would
+        # replace it with a file, so write to it directly.
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise InputError(path, f"cannot write output: {e.strerror or e}") from None
+        return
     directory = os.path.dirname(os.path.abspath(path)) or "."
     try:
         fd, tmp = tempfile.mkstemp(prefix=".stablehlo-layout-", dir=directory)

@@ -414,3 +414,23 @@ def test_output_file_is_written_atomically(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == ["in.mlir", "old.mlir", "out.mlir", "sub"]
     assert [x.name for x in sub.iterdir()] == ["o.mlir"]
     assert (tmp_path / "in.mlir").read_text() == VALID
+
+
+def test_output_to_a_pipe_is_written_in_place(tmp_path):
+    """-o on a FIFO or device (e.g. /dev/null) must not be replaced by a regular file."""
+    import stat
+    import threading
+
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "examples", "pinned_transpose.mlir")
+    proc = subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", "assign", src, "-o", str(fifo)],
+                          capture_output=True, text=True, timeout=120)
+    reader.join(timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert b"mhlo.copy" in got[0]
