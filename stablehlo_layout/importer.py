@@ -452,12 +452,12 @@ def _entry_name(funcs: list[ir.Operation]) -> str:
     )
 
 
-def _nested_ops(op: ir.Operation):
+def nested_ops(op: ir.Operation):
     for region in op.regions:
         for block in region.blocks:
             for inner in block.operations:
                 yield inner
-                yield from _nested_ops(inner.operation)
+                yield from nested_ops(inner.operation)
 
 
 COPY_NAME_PREFIX = "layout_copy("
@@ -472,7 +472,7 @@ def _drop_previous_copies(funcs: list[ir.Operation]) -> None:
     The rewrite puts back whichever are still needed, so running the pass on
     its own output changes nothing.
     """
-    stale = [op for f in funcs for op in _nested_ops(f.operation)
+    stale = [op for f in funcs for op in nested_ops(f.operation)
              if op.operation.name == "mhlo.copy" and COPY_MARK in op.attributes]
     for op in stale:
         op.results[0].replace_all_uses_with(op.operands[0])
@@ -491,7 +491,7 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     counter: dict[str, int] = {}
 
     def visit(name: str, stack: list[str]) -> None:
-        for op in list(_nested_ops(by_name[name].operation)):
+        for op in list(nested_ops(by_name[name].operation)):
             if op.operation.name != "func.call":
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -520,7 +520,7 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     # Start from the functions nobody calls: a callee reached first as a root
     # would be laid out twice.
     referenced = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                  for f in funcs for op in _nested_ops(f.operation) if op.operation.name == "func.call"}
+                  for f in funcs for op in nested_ops(f.operation) if op.operation.name == "func.call"}
     roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):

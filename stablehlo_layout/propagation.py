@@ -565,21 +565,12 @@ class Engine:
             elif self.rules[iid].hlo == "outfeed":
                 # XLA pins what outfeed reads to its outfeed_shape; StableHLO
                 # carries no such layout, so it is the default one.
-                why = Origin("outfeed-layout", iid, None, "outfeed transfers its operands in their given layout")
-                for n, vid in enumerate(ins.operands):
-                    v = g.values[vid]
-                    if v.is_array:
-                        self.set_operand_layout(L.default_layout(v.rank), iid, n, True, True,
-                                                self.current_priority, why)
+                self._default_operands(ins, Origin("outfeed-layout", iid, None,
+                                                   "outfeed transfers its operands in their given layout"))
             elif self.rules[iid].hlo == "send":
                 # XLA copies what send reads before it starts (send aliases its
                 # input); nothing constrains that copy, so it is the default.
-                why = Origin("send-operand", iid, None, "send transfers a default-layout copy")
-                for n, vid in enumerate(ins.operands):
-                    v = g.values[vid]
-                    if v.is_array:
-                        self.set_operand_layout(L.default_layout(v.rank), iid, n, True, True,
-                                                self.current_priority, why)
+                self._default_operands(ins, Origin("send-operand", iid, None, "send transfers a default-layout copy"))
             elif ("channel" in ins.attrs and not g.spmd and ins.attrs["channel"] in self.channel_layouts
                   and all(len(self.channel_layouts[ins.attrs["channel"]]) == g.values[r].rank
                           for r in self.leaves[iid])):
@@ -644,13 +635,17 @@ class Engine:
             return f"entry parameter {number}"
         return f"parameter {number} of {comp.name}"
 
-    def _pin_unknown(self, ins: Instruction) -> None:
-        origin = Origin("unknown-op-default", ins.id, None, f"{ins.op} is not known to the rules")
+    def _default_operands(self, ins: Instruction, origin: Origin) -> None:
+        """Every array operand of ``ins`` read in the default layout, mandatory."""
         for n, vid in enumerate(ins.operands):
             v = self.g.values[vid]
             if v.is_array:
                 self.set_operand_layout(L.default_layout(v.rank), ins.id, n, True, True,
                                         self.current_priority, origin)
+
+    def _pin_unknown(self, ins: Instruction) -> None:
+        origin = Origin("unknown-op-default", ins.id, None, f"{ins.op} is not known to the rules")
+        self._default_operands(ins, origin)
         self.set_instruction_layout([L.default_layout(self.g.values[r].rank) for r in self.leaves[ins.id]],
                                     ins.id, True, self.current_priority, origin)
 

@@ -15,7 +15,7 @@ from jaxlib.mlir import ir
 
 from . import layout as L
 from .graph import ARRAY, TOKEN, Graph, Value
-from .importer import COPY_MARK, COPY_NAME_PREFIX, Handles
+from .importer import COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
 
 
@@ -233,7 +233,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
     body = module.regions[0].blocks[0]
     funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
              if f.operation.name == "func.func"}
-    calls = {name: [op for op in _all_ops(f.operation) if op.operation.name == "func.call"]
+    calls = {name: [op for op in nested_ops(f.operation) if op.operation.name == "func.call"]
              for name, f in funcs.items()}
     depth = _call_depths(funcs, calls)
     families: dict[str, list[str]] = defaultdict(list)
@@ -271,14 +271,6 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
                 if callee in owner:
                     op.attributes["callee"] = ir.FlatSymbolRefAttr.get(new_name[owner[callee]])
     return erased
-
-
-def _all_ops(op: ir.Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner
-                yield from _all_ops(inner.operation)
 
 
 def _body_text(f: ir.Operation) -> str:
