@@ -46,7 +46,7 @@ def _import(module: ir.Module | ir.Operation, target: str | Target):
 
 
 @contextlib.contextmanager
-def _quiet_gc():
+def quiet_gc():
     """Hold the cyclic collector off while the pass runs.
 
     The pass allocates hundreds of thousands of small acyclic objects; every
@@ -67,7 +67,7 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
             entry_layouts: str = "default", trace: bool = False) -> tuple[Graph, Assignment, list[str]]:
     """Import and propagate without touching the module (inlining works on a copy)."""
     op = module.operation if isinstance(module, ir.Module) else module
-    with _quiet_gc():
+    with quiet_gc():
         tgt, graph, _, warnings = _import(op.clone(), target)
         return graph, assign_layouts(graph, tgt, entry_layouts, trace), warnings
 
@@ -75,7 +75,7 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided."""
-    with _quiet_gc():
+    with quiet_gc():
         tgt, graph, handles, warnings = _import(module, target)
         assignment = assign_layouts(graph, tgt, entry_layouts, trace)
         copies = rewrite(module, assignment, handles)
