@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from jaxlib.mlir import ir
 
 from .errors import PassError
 from .graph import Graph
+
+if TYPE_CHECKING:
+    from .explain import CopyReport, Explanation
 from .importer import import_module
 from .propagation import Assignment, assign_layouts
 from .rewrite import InsertedCopy, rewrite
@@ -27,6 +31,23 @@ class LayoutResult:
     target: str
     entry_layouts: str
     warnings: list[str] = field(default_factory=list)
+    _explanation: "Explanation | None" = field(default=None, repr=False)
+
+    def explain(self, fixes: bool = True, max_reruns: int = 16) -> "Explanation":
+        """Why each copy is there (built once, on first use): ``result.explain().render()``."""
+        if self._explanation is None:
+            from .explain import explain
+
+            self._explanation = explain(self.assignment, fixes=fixes, max_reruns=max_reruns)
+        return self._explanation
+
+    def report(self, copy: InsertedCopy) -> "CopyReport":
+        """The explanation of one inserted copy: ``result.report(result.copies[0]).explain()``."""
+        edges = {(e.consumer, e.operand) for e in copy.edges}
+        for r in self.explain().copies:
+            if edges <= set(r.edges) and r.dst == copy.dst:
+                return r
+        raise KeyError(f"no report for {copy.name}")
 
 
 def resolve_target(target: str | Target) -> tuple[Target, str | None]:
@@ -80,7 +101,10 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
         assignment = assign_layouts(graph, tgt, entry_layouts, trace)
         copies = rewrite(module, assignment, handles)
     _check_output(module)
-    return LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)
+    result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)
+    for c in copies:
+        c.owner = result
+    return result
 
 
 def _check_output(module: ir.Module | ir.Operation) -> None:

@@ -119,6 +119,7 @@ class CopyReport:
     reason: str
     fix: Fix | None
     fix_note: str = ""
+    edges: tuple[tuple[int, int], ...] = ()  # (consumer instruction, operand) it serves
 
     @property
     def in_loop(self) -> bool:
@@ -514,6 +515,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanat
             reason=source_rule(demand),
             fix=fix,
             fix_note=note,
+            edges=tuple((e.consumer, e.operand) for e in group.edges),
         ))
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:

@@ -9,7 +9,7 @@ function and module carry the entry layouts.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
 
@@ -28,6 +28,14 @@ class InsertedCopy:
     dst: L.Layout
     edges: list[CopyEdge]
     name: str
+    # Set by assign_module: where to find this copy's explanation.
+    owner: object = field(default=None, repr=False, compare=False)
+
+    def explain(self) -> str:
+        """Why this copy is there, as ``stablehlo-layout explain`` prints it."""
+        if self.owner is None:
+            raise ValueError("this copy was not made by assign_module; run explain() on its Assignment")
+        return self.owner.report(self).explain()  # type: ignore[attr-defined]
 
 
 class _Attrs:

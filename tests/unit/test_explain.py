@@ -162,3 +162,14 @@ def test_trace_is_deterministic_and_complete():
     assert outs[0] == outs[1]
     assert outs[0].count("pop ") == len(a.trace)
     assert "round 0" in outs[0] and "round 1" in outs[0]
+
+
+def test_python_api_copies_explain_themselves():
+    text, target = cases()["seed"]
+    ctx = mlir.make_context()
+    module = mlir.load(text.encode(), "t.mlir", ctx)
+    result = assign_module(module, target)
+    (copy,) = result.copies
+    assert copy.explain().startswith("copy #1: f32[16,4] {1,0} -> {0,1}")
+    assert "fix: leave parameter 0 unpinned" in copy.explain()
+    assert result.explain().copies[0].dst == copy.dst
