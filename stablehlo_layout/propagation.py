@@ -750,6 +750,10 @@ class Engine:
                 cl.params = [x if x is not None else y for x, y in zip(self.given_params, params)]
                 cl.results = [x if x is not None else y for x, y in zip(self.given_results, results)]
             else:
+                # A result this round enforced (with a root copy where needed) is
+                # what the computation returns, whatever its root buffers hold.
+                if cl.result_set and all(x is not None for x, v in zip(cl.results, results) if v is not None):
+                    results = [x if y is not None else None for x, y in zip(cl.results, results)]
                 cl.params, cl.results = params, results
             cl.priority = new_priority
             cl.params_set = cl.result_set = True

@@ -11,7 +11,9 @@ XLA's pass does), B5 (copies of folded clones reported), B6 (reducer bodies are
 scalar and stay unannotated, so the printer's compact form loses nothing), B7 (a
 branch returning its captured value copied it twice), B8 (a copy placed in an
 inlined callee read the caller's value), B10 (a chain of uncalled private
-functions was flattened from the middle: the innermost lost its annotations).
+functions was flattened from the middle: the innermost lost its annotations), B9
+(a while body that swaps carried values recorded its root buffers, not the result
+it enforced, so the loop and its body disagreed).
 
 Still open (``xfail(strict=True)``; a fix makes the test XPASS and fail, so the
 marker must go):
@@ -19,8 +21,6 @@ marker must go):
 B4  With "auto" / ``--entry-layouts free`` entry layouts, the second run (which
     sees the pins the first wrote) picks other layouts for values with size-1
     dimensions, and sometimes adds a copy.
-B9  A while body that swaps carried values gets copies computed from a layout
-    that disagrees with the while's own.
 """
 
 from __future__ import annotations
@@ -357,7 +357,6 @@ func.func public @main(%x: tensor<2x2xf32>, %y: tensor<2x2xf32>) -> tensor<2x2xf
 """
 
 
-@pytest.mark.xfail(strict=True, reason="B9: while-body copies use a parameter layout that disagrees with the while's")
 @pytest.mark.parametrize("target", TARGETS)
 def test_b9_while_body_copies_agree_with_the_while(target):
     from tests.fuzz.properties import _pins, check_target
