@@ -500,7 +500,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanat
         reports.append(CopyReport(
             index=n,
             shape=str(L.ArrayShape(v.element, v.dims)),
-            src=a.layouts[v.id] or (),
+            src=group.edges[0].src,
             dst=group.dst,
             producer={"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
                       "location": g.instrs[v.producer].loc, "result": v.index, "name": g.value_name(v.id)},

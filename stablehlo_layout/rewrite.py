@@ -140,7 +140,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         new = cp.results[0]
         for e in edges:
             _redirect(g, h, e, source, new, current)
-        made.append(InsertedCopy(vid, a.layouts[vid] or (), dst, edges, name))
+        made.append(InsertedCopy(vid, edges[0].src, dst, edges, name))
     return made
 
 
