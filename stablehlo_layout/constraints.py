@@ -81,10 +81,6 @@ class Constraint:
 
     kind = "constraint"
 
-    def fact(self) -> Origin:
-        """This constraint as it is now: the parent to give what it derives."""
-        return self.origin
-
 
 @dataclass(slots=True, eq=False)
 class BufferConstraint(Constraint):

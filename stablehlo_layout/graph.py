@@ -115,13 +115,6 @@ class Graph:
             out.extend(self.leaves(e))
         return out
 
-    def operand_value(self, iid: int, n: int) -> Value:
-        return self.values[self.instrs[iid].operands[n]]
-
-    def describe(self, iid: int) -> str:
-        ins = self.instrs[iid]
-        return f"{ins.op} at {ins.loc}" if ins.loc else ins.op
-
     def value_name(self, vid: int) -> str:
         """A short name for a value: the parameter, or the producing op's location."""
         v = self.values[vid]

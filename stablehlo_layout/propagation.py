@@ -236,16 +236,9 @@ class Engine:
             return True
         return self.rules[ins.id].hlo == "while"
 
-    def tuple_shaped(self, ins: Instruction) -> bool:
-        """XLA sees this instruction's result as a tuple (so buffers are tuple elements)."""
-        return self.tshape[ins.id]
-
     def forwards_operand(self, iid: int, n: int) -> bool:
         """The user aliases this operand's buffer into its own result (points-to)."""
         return self.forwarding[iid] and n < len(self.g.instrs[iid].results)
-
-    def _at_most_rank1(self, v: Value) -> bool:
-        return not v.is_array or v.rank <= 1
 
     # -- setting constraints (XLA's Set*Layout) ------------------------------
     def set_buffer_layout(self, layout: L.Layout, buffer: int, mandatory: bool, dfs: bool,
@@ -436,16 +429,12 @@ class Engine:
         comp = g.comps[g.instrs[v.producer].comp]
         if comp.kind == "body" and comp.caller is not None:
             root = g.instrs[comp.root]
-            for alias in self._aliases(v):
+            for alias in self.aliases[v.buffer]:
                 for user, p in alias.uses:
                     if user == root.id and p < len(comp.params):
                         param_value = g.instrs[comp.params[p]].results[0]
                         self.set_buffer_layout(c.layout, param_value, False, True, self.current_priority,
                                                Origin("while-back-edge", comp.caller, c.origin))
-
-    def _aliases(self, v: Value) -> list[Value]:
-        """Array values that point at ``v``'s buffer (itself, forwarded results, tuple elements)."""
-        return self.aliases[v.buffer]
 
     def _propagate_operand(self, c: OperandConstraint) -> None:
         g = self.g
@@ -519,7 +508,7 @@ class Engine:
         root = self.g.instrs[self.g.comps[c.comp].root]
         for vid, lay in zip(root.operands, c.layouts):
             v = self.g.values[vid]
-            if lay is None or self._at_most_rank1(v):
+            if lay is None or not v.is_array or v.rank <= 1:
                 continue
             self._use_to_defs(v, lay, self.current_priority, c)
 
