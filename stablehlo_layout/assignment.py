@@ -85,20 +85,30 @@ def quiet_gc():
 
 
 def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
-            entry_layouts: str = "default", trace: bool = False) -> tuple[Graph, Assignment, list[str]]:
-    """Import and propagate without touching the module (inlining works on a copy)."""
+            entry_layouts: str = "default", trace: bool = False,
+            exact: bool = False) -> tuple[Graph, Assignment, list[str]]:
+    """Import and propagate without touching the module (inlining works on a copy).
+
+    ``exact`` runs XLA's every round even when one provably repeats the
+    last, so that explanations carry XLA's round and priority numbers.
+    """
     op = module.operation if isinstance(module, ir.Module) else module
     with quiet_gc():
         tgt, graph, _, warnings = _import(op.clone(), target)
-        return graph, assign_layouts(graph, tgt, entry_layouts, trace), warnings
+        return graph, assign_layouts(graph, tgt, entry_layouts, trace, exact), warnings
 
 
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
-                  entry_layouts: str = "default", trace: bool = False) -> LayoutResult:
-    """Assign layouts to ``module`` in place and return what was decided."""
+                  entry_layouts: str = "default", trace: bool = False,
+                  exact: bool = False) -> LayoutResult:
+    """Assign layouts to ``module`` in place and return what was decided.
+
+    The layouts and copies do not depend on ``exact``; only the round and
+    priority numbers ``result.explain()`` shows do (see ``analyze``).
+    """
     with quiet_gc():
         tgt, graph, handles, warnings = _import(module, target)
-        assignment = assign_layouts(graph, tgt, entry_layouts, trace)
+        assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
         copies = rewrite(module, assignment, handles)
     _check_output(module)
     result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)

@@ -139,7 +139,8 @@ def _analysis(args: argparse.Namespace, trace: bool):
     target, warning = get_target(args.target)
     ctx = mlir.make_context()
     module = _read(args, ctx)
-    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace)
+    # Explanations quote XLA's rounds and priorities: run every round.
+    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)
     return assignment

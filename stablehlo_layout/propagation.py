@@ -98,17 +98,27 @@ class Assignment:
     entry_mode: str
     trace: list[TraceEvent] | None = None
     notes: list[str] = field(default_factory=list)
+    # Rounds actually run: fewer than ``rounds`` when the engine proved the
+    # rest would repeat the last one (``Engine._repeats``).
+    rounds_computed: int = 0
 
 
 class Engine:
     def __init__(self, graph: Graph, target: "Target", entry_mode: str = "default",
-                 trace: bool = False) -> None:
+                 trace: bool = False, exact: bool = False) -> None:
         if entry_mode not in ("default", "free"):
             raise PassError(f"unknown entry layout mode {entry_mode!r} (expected default or free)")
         self.g = graph
         self.target = target
         self.entry_mode = entry_mode
         self.trace: list[TraceEvent] | None = [] if trace else None
+        # Exact: run every round and every computation through the worklist,
+        # so that traces and explanations show XLA's steps and numbering.
+        self.exact = exact or trace
+        # Set when a demand was weakened below the current priority: then the
+        # rounds are no longer shifts of one another (see _repeats).
+        self.weakened = False
+        self.entry_result_pushed = False
         self.current_priority = BEGINNING_PRIORITY
         self.round = 0
         self.bc: dict[int, BufferConstraint] = {}
@@ -138,6 +148,7 @@ class Engine:
                 self.aliases.setdefault(v.buffer, []).append(v)
         self.tshape = [self._tuple_shaped(ins) for ins in graph.instrs]
         self.comp_order = self._computation_order()
+        self.trivial = [self._trivial(c.id) for c in graph.comps]
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
         self.given_results: list[L.Layout | None] = []
@@ -236,6 +247,31 @@ class Engine:
             return True
         return self.rules[ins.id].hlo == "while"
 
+    def _trivial(self, c: int) -> bool:
+        """Every array of non-entry computation ``c`` has rank 0 or 1, so one layout each.
+
+        Reducer and comparator bodies are like this.  Nothing in them can
+        differ from the default layout, and nothing they record can change a
+        caller, so the worklist has nothing to decide there.
+        """
+        g = self.g
+        comp = g.comps[c]
+        if comp.is_entry or comp.root < 0:
+            return False
+        values = g.values
+        for iid in comp.instrs:
+            ins = g.instrs[iid]
+            rule = self.rules[iid]
+            if ins.op in ("parameter", "root"):
+                pass
+            elif (not rule.known or rule.hlo == "bitcast" or "infeed_layouts" in ins.attrs
+                    or "channel" in ins.attrs):
+                return False  # keep their errors and pins on the worklist path
+            for r in self.leaves[iid]:
+                if values[r].is_array and values[r].rank > 1:
+                    return False
+        return True
+
     def forwards_operand(self, iid: int, n: int) -> bool:
         """The user aliases this operand's buffer into its own result (points-to)."""
         return self.forwarding[iid] and n < len(self.g.instrs[iid].results)
@@ -287,9 +323,11 @@ class Engine:
             if hlo == "dynamic_update_slice" and n > 0 and priority > DEFAULT_PRIORITY:
                 dfs = False
                 priority -= 1
+                self.weakened = True
             elif hlo == "reshape" and self.rules[g.values[operands[0]].producer].hlo == "dynamic_slice":
                 dfs = False
                 priority -= 1
+                self.weakened = True
         cur = self.oc.get((iid, n))
         if cur is not None:
             if cur.layout == layout:
@@ -530,6 +568,9 @@ class Engine:
         cl = self.comp_layouts.get(c)
         if cl is None:
             cl = self.comp_layouts[c] = self._new_comp_layout(c)
+        if self.trivial[c] and not self.exact:
+            self._lay_out_trivial(c)
+            return
         heap = [(self.order_key[v], v) for iid in comp.instrs for v in self.leaves[iid]
                 if g.values[v].is_array and g.values[v].buffer == v]
         heapq.heapify(heap)
@@ -591,6 +632,8 @@ class Engine:
                 self.current_priority > BEGINNING_PRIORITY and (is_entry or cl.result_set)):
             why = "entry-result" if is_entry else "computation-result"
             self._push(new_result(c, tuple(cl.results), cl.priority, Origin(why, comp.root), self.round))
+            if is_entry:
+                self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
         self.target.add_backend_constraints(self, c)
         for iid in comp.instrs:
@@ -616,6 +659,18 @@ class Engine:
                     lay = self._layout_of(self.leaves[iid][0])
                     if lay is not None:
                         self.channel_layouts[channel] = lay
+
+    def _lay_out_trivial(self, c: int) -> None:
+        """A computation of scalars and vectors: each buffer takes its only layout."""
+        g = self.g
+        values, bc = g.values, self.bc
+        for iid in g.comps[c].instrs:
+            for r in self.leaves[iid]:
+                v = values[r]
+                if v.is_array and v.buffer == r:
+                    bc[r] = new_buffer(r, L.default_layout(v.rank), True, True, self.current_priority,
+                                       Origin("only-layout", v.producer), self.round)
+        self._record_computation_layout(c)
 
     def _param_note(self, c: int, p: int) -> str:
         comp = self.g.comps[c]
@@ -752,20 +807,51 @@ class Engine:
         g = self.g
         assert g.entry is not None
         self._seed_entry_layout()
-        i = 0
+        i = computed = 0
         changed = False
         while changed or i < NUMBER_OF_ROUNDS:
             self.round = i
             self.bc.clear()
             self.oc.clear()
+            self.entry_result_pushed = False
+            before = self._entry_interface()
             for c in self.comp_order:
                 self.run_on_computation(c)
             self.current_priority += 1
             changed = self._reconcile_aliases()
             i += 1
+            computed += 1
             if i > 16:
                 raise PassError("layout assignment did not settle after 16 rounds")
-        return self._assign(i)
+            if i < NUMBER_OF_ROUNDS and not changed and self._repeats(before):
+                i = NUMBER_OF_ROUNDS
+        return self._assign(i, computed)
+
+    def _entry_interface(self) -> tuple:
+        cl = self.comp_layouts[self.g.entry]  # type: ignore[index]
+        return (tuple(cl.params), tuple(cl.results), cl.priority, cl.params_set, cl.result_set)
+
+    def _repeats(self, before: tuple) -> bool:
+        """Would the next round only repeat this one, one priority higher?
+
+        A round reads, besides the graph, the recorded computation interfaces,
+        the channel and branch agreements, and the current priority.  When the
+        only computation with a choice is the entry, its interface is what it
+        was when this round began and its result was enforced, no channel or
+        branch agreement was made, and no demand was weakened below the
+        current priority, the next round sees the same inputs with every
+        priority one higher; XLA's overwrite rules compare priorities only
+        with each other, so it makes the same decisions.  The built-in targets
+        read nothing else; a user target opts in with ``uniform_rounds``.
+        """
+        if self.exact or self.weakened or not self.target.uniform_rounds:
+            return False
+        if self.channel_layouts or self.conditional_mismatch:
+            return False
+        if not all(self.trivial[c] for c in self.comp_order if c != self.g.entry):
+            return False
+        after = self._entry_interface()
+        return after == before and (self.entry_result_pushed or all(x is None for x in after[1]))
 
     def _seed_entry_layout(self) -> None:
         g = self.g
@@ -831,7 +917,7 @@ class Engine:
         return changed
 
     # -- AssignLayouts -------------------------------------------------------
-    def _assign(self, rounds: int) -> Assignment:
+    def _assign(self, rounds: int, computed: int) -> Assignment:
         g = self.g
         layouts: list[L.Layout | None] = [None] * len(g.values)
         for v in g.values:
@@ -904,7 +990,8 @@ class Engine:
             else:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
-                          entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace)
+                          entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
+                          rounds_computed=computed)
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:
@@ -939,5 +1026,6 @@ def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.La
 
 
 def assign_layouts(graph: Graph, target: "Target", entry_mode: str = "default",
-                   trace: bool = False) -> Assignment:
-    return Engine(graph, target, entry_mode, trace).run()
+                   trace: bool = False, exact: bool = False) -> Assignment:
+    """Run the engine; ``exact`` (implied by ``trace``) runs every round and computation in full."""
+    return Engine(graph, target, entry_mode, trace, exact).run()

@@ -22,6 +22,11 @@ class Target:
     # XLA's CPU and GPU pipelines inline calls before layout assignment; the
     # base pass itself lays out called computations one per call site.
     inline_calls = False
+    # The target's demands depend only on the graph and the current priority
+    # (not on the round or on what earlier rounds chose), so the engine may
+    # stop once a round provably repeats the one before.  Off by default: a
+    # user target must vouch for it.
+    uniform_rounds = False
 
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's

@@ -6,5 +6,7 @@ from .base import Target
 
 
 class GenericTarget(Target):
+    uniform_rounds = True
+
     def __init__(self, name: str = "generic") -> None:
         self.name = name

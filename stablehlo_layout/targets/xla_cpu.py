@@ -47,6 +47,7 @@ def _is_int_or_float(element: str) -> bool:
 class XlaCpuTarget(Target):
     name = "xla-cpu"
     inline_calls = True
+    uniform_rounds = True
 
     # -- which instructions need row-major everything ----------------------
     def eigen_convolution(self, g: "Graph", ins: "Instruction") -> bool:

@@ -147,6 +147,7 @@ def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Seq
 class XlaGpuTarget(Target):
     name = "xla-gpu"
     inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
+    uniform_rounds = True
 
     def __init__(self, compute_capability: tuple[int, int] = (9, 0), platform: str = "cuda",
                  rocm_nhwc: bool = False, force_conv_layout: str | None = None,
