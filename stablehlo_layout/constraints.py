@@ -70,6 +70,15 @@ class Origin:
         return node
 
 
+def as_origin(origin: "Origin | tuple") -> Origin:
+    """The engine's hot paths pass ``(rule, instr, parent[, note])`` and build the
+    Origin only when a constraint takes it: most demands are refused.
+
+    With ``facts=False`` (an engine run that nobody will explain) constraints
+    keep that raw tuple instead, and no fact is ever built."""
+    return origin if origin.__class__ is Origin else Origin(*origin)
+
+
 @dataclass(slots=True, eq=False)
 class Constraint:
     layout: Layout
@@ -93,7 +102,8 @@ class BufferConstraint(Constraint):
     kind = BUFFER
 
     def update(self, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-               origin: Origin, round_: int, buffer_is_array: bool = True) -> bool:
+               origin: "Origin | tuple", round_: int, buffer_is_array: bool = True,
+               facts: bool = True) -> bool:
         """Apply XLA's BufferLayoutConstraint::UpdateLayout; True when changed."""
         if layout == self.layout:
             changed = False
@@ -106,8 +116,8 @@ class BufferConstraint(Constraint):
                 changed = True
             if changed:
                 self.round = round_
-                self.origin = origin.attached(BUFFER, (self.buffer,), layout, self.priority,
-                                              self.mandatory, self.dfs, round_)
+                self.origin = as_origin(origin).attached(BUFFER, (self.buffer,), layout, self.priority,
+                                                         self.mandatory, self.dfs, round_) if facts else origin
             return changed
         if not mandatory:
             if len(self.history) >= MAX_LAYOUT_CHANGES:
@@ -117,8 +127,8 @@ class BufferConstraint(Constraint):
             if priority <= self.priority:
                 return False
         self.history.append(self.layout)
-        self.origin = origin.attached(BUFFER, (self.buffer,), layout, priority, mandatory, dfs,
-                                      round_, self.layout)
+        self.origin = as_origin(origin).attached(BUFFER, (self.buffer,), layout, priority, mandatory, dfs,
+                                                 round_, self.layout) if facts else origin
         self.layout = layout
         self.mandatory = mandatory
         self.dfs = dfs
@@ -148,14 +158,15 @@ class ResultConstraint(Constraint):
 
 
 def new_buffer(buffer: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-               origin: Origin, round_: int) -> BufferConstraint:
-    fact = origin.attached(BUFFER, (buffer,), layout, priority, mandatory, dfs, round_)
+               origin: Origin | tuple, round_: int, facts: bool = True) -> BufferConstraint:
+    fact = as_origin(origin).attached(BUFFER, (buffer,), layout, priority, mandatory, dfs, round_) if facts else origin
     return BufferConstraint(layout, mandatory, dfs, priority, fact, round_, buffer=buffer)
 
 
 def new_operand(instr: int, operand: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-                origin: Origin, round_: int) -> OperandConstraint:
-    fact = origin.attached(OPERAND, (instr, operand), layout, priority, mandatory, dfs, round_)
+                origin: Origin | tuple, round_: int, facts: bool = True) -> OperandConstraint:
+    fact = (as_origin(origin).attached(OPERAND, (instr, operand), layout, priority, mandatory, dfs, round_)
+            if facts else origin)
     return OperandConstraint(layout, mandatory, dfs, priority, fact, round_, instr=instr, operand=operand)
 
 

@@ -490,6 +490,10 @@ def _ancestry(c: Constraint | None):
 
 def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanation:
     """Reports for every copy; ``max_reruns`` bounds the what-if runs behind the fixes."""
+    if not a.exact:
+        # A fast run keeps no provenance; the exact run reaches the same
+        # layouts and copies on the same graph and records why.
+        a = Engine(a.graph, a.target, a.entry_mode, exact=True).run()
     g = a.graph
     fixer = _Fixer(a, max_reruns if fixes else 0)
     reports: list[CopyReport] = []

@@ -12,13 +12,14 @@ The graph mirrors what XLA's pass sees in HLO:
   point at the defining value's buffer, like XLA's points-to analysis;
 * a ``Computation`` per function body or region, with its caller.
 
-Nothing here holds an MLIR handle; the importer and rewriter keep those.
+Nothing here holds an MLIR handle (the importer and rewriter keep those),
+except locations, which are immutable and formatted only when read.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from .layout import Dims, Layout
 
@@ -47,6 +48,12 @@ class Value:
         self.rank, self.is_array = len(dims), kind == ARRAY
 
 
+# Turns a location the importer left unformatted into text (set by the
+# importer; formatting every op's location up front costs more than the rest
+# of the import, and only errors and explanations read them).
+location_text: Callable[[Any], str] = str
+
+
 @dataclass(slots=True)
 class Instruction:
     id: int
@@ -55,11 +62,19 @@ class Instruction:
     operands: list[int]
     results: list[int]
     attrs: dict[str, Any]
-    loc: str  # human location: NameLoc name or file:line:col
+    where: Any  # human location text, or a location object formatted on first read
     callees: list[int] = field(default_factory=list)  # computations this op calls
     # Operands beyond the op's own: outer values a region reads implicitly.
     captures: list[int] = field(default_factory=list)
     scope: str = ""  # the function whose MLIR body holds this op
+
+    @property
+    def loc(self) -> str:
+        """Human location: a NameLoc's name or file:line:col."""
+        w = self.where
+        if w.__class__ is not str:
+            w = self.where = location_text(w)
+        return w
 
 
 @dataclass(slots=True)
@@ -97,7 +112,7 @@ class Graph:
         self.values.append(v)
         return v
 
-    def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: str) -> Instruction:
+    def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any) -> Instruction:
         iid = len(self.instrs)
         ins = Instruction(iid, op, comp, operands, [], attrs, loc)
         self.instrs.append(ins)

@@ -14,6 +14,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from . import graph as _graph
 from . import layout as L
 from .errors import PassError
 from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
@@ -54,6 +55,18 @@ def location_text(loc: ir.Location) -> str:
         return text[4:-1] if text.startswith("loc(") else text
     name, line, col = m.groups()
     return f"{name}:{line}:{col}" if line else name
+
+
+_graph.location_text = location_text
+
+# Ops whose attributes the rules read (by the name after the dialect prefix);
+# every other op contributes no attributes and is not asked.
+_EXTRACTED = {
+    "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
+    "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
+    "all_reduce", "reduce_scatter", "all_to_all",
+}
+_needs_extract: dict[str, bool] = {"func.call": True}
 
 
 def _int_list(attr: ir.Attribute) -> list[int]:
@@ -185,6 +198,7 @@ class _Importer:
         self.scope = ""  # the function (instance) whose body is being walked
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
         self.inlining: list[str] = []  # the functions whose calls are being inlined
+        self.stale_copies: list[ir.Operation] = []
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
@@ -225,12 +239,6 @@ class _Importer:
             for a, b in zip(d.elements, s.elements):
                 self._alias(a, b)
 
-    def _use(self, v: ir.Value, comp: int) -> int:
-        vid = self.vid[v]
-        if self.value_comp[vid] == comp:
-            return vid
-        return self._capture(vid, comp)
-
     def _capture(self, vid: int, comp: int) -> int:
         """Make an outer value visible in ``comp`` as a parameter, as XLA's export does."""
         local = self.captured.setdefault(comp, {})
@@ -264,10 +272,10 @@ class _Importer:
         if not funcs:
             raise PassError("the module has no func.func to assign layouts to")
         entry_name = _entry_name(funcs)
-        with self.module.context:
-            _drop_previous_copies(funcs)
         inlined: set[str] = set()
-        if self.inline:
+        # With a single body there is nothing to flatten; a call in it can only
+        # be recursive or reach a declaration, which the walk reports.
+        if self.inline and sum(1 for f in funcs if len(f.regions[0].blocks)) > 1:
             with self.module.context:
                 inlined = _flatten_calls(funcs, entry_name)
             funcs = [op for op in body.operations if op.operation.name == "func.func"]
@@ -289,6 +297,12 @@ class _Importer:
             self._walk_region(f.regions[0], cid)
         self._link_calls()
         self._read_entry_signature()
+        # The walk read through the copies an earlier run inserted; the rewrite
+        # puts back whichever are still needed (XLA's pass does the same on a
+        # re-run), so running the pass on its own output changes nothing.
+        for op in self.stale_copies:
+            op.results[0].replace_all_uses_with(op.operands[0])
+            op.erase()
         return self.g, self.h
 
     def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
@@ -312,7 +326,7 @@ class _Importer:
             terminator, root_operands = results
             self.h.terminators[cid] = terminator
             root = self._instr("root", cid, root_operands, {"op": terminator.name},
-                               location_text(terminator.location), terminator)
+                               terminator.location, terminator)
         else:
             root = self._instr("root", cid, [], {"op": "none"}, comp.name, None)
         comp.root = root.id
@@ -322,19 +336,34 @@ class _Importer:
         """Import a block's ops into computation ``cid``; return its terminator's operands."""
         g = self.g
         comp = g.comps[cid]
+        vid, value_comp, tensor_types = self.vid, self.value_comp, self.tensor_types
+        handles, scope = self.h, self.scope
         ops = list(block.operations)
+        last = len(ops) - 1
         for position, op in enumerate(ops):
             name = op.operation.name
-            if position == len(ops) - 1 and _is_terminator(name):
-                return op.operation, [self._use(v, cid) for v in op.operands]
+            operands = []
+            for v in op.operands:
+                i = vid[v]
+                operands.append(i if value_comp[i] == cid else self._capture(i, cid))
+            if position == last and _is_terminator(name):
+                return op.operation, operands
             if name == "func.call" and self.inline:
-                self._inline_call(op, cid)
+                self._inline_call(op, cid, operands)
                 continue
-            operands = [self._use(v, cid) for v in op.operands]
+            if name == "mhlo.copy" and COPY_MARK in op.attributes:
+                vid[op.results[0]] = operands[0]
+                self.stale_copies.append(op.operation)
+                continue
             rule = rule_for(name)
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            ins = self._instr(name, cid, operands, _extract(op, name), location_text(op.location), op.operation)
+            needs = _needs_extract.get(name)
+            if needs is None:
+                needs = _needs_extract[name] = name.split(".", 1)[-1] in _EXTRACTED
+            ins = g.add_instr(name, cid, operands, _extract(op, name) if needs else {}, op.location)
+            ins.scope = scope
+            handles.ops.append(op.operation)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
@@ -345,24 +374,33 @@ class _Importer:
                     child = self._new_comp(f"{comp.name}.{name.split('.')[-1]}{ins.id}.{kind}{k}", kind, ins.id, cid)
                     ins.callees.append(child)
                     self._walk_region(region, child)
+            results = ins.results
             for r, res in enumerate(op.results):
-                ins.results.append(self._new_value(res, res.type, ins.id, r, cid))
+                known = tensor_types.get(res.type)
+                if known is not None:
+                    val = g.add_value(ARRAY, known[0], known[1], ins.id, r)
+                    vid[res] = val.id
+                    handles.values.append(res)
+                    value_comp.append(cid)
+                    results.append(val.id)
+                else:
+                    results.append(self._new_value(res, res.type, ins.id, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if name.endswith(".get_tuple_element"):
                 tup = g.values[operands[0]]
                 if tup.elements is not None:
-                    self._alias(ins.results[0], tup.elements[ir.IntegerAttr(op.attributes["index"]).value])
+                    self._alias(results[0], tup.elements[ir.IntegerAttr(op.attributes["index"]).value])
             elif name.endswith(".tuple"):
-                for element, operand in zip(g.values[ins.results[0]].elements or (), operands):
+                for element, operand in zip(g.values[results[0]].elements or (), operands):
                     self._alias(element, operand)
             if rule.forwards:
-                for r, vid in enumerate(ins.results):
-                    if r < len(ins.operands):
-                        g.values[vid].buffer = g.values[ins.operands[r]].buffer
+                for r, v in enumerate(results):
+                    if r < len(operands):
+                        g.values[v].buffer = g.values[operands[r]].buffer
         return None
 
-    def _inline_call(self, op: ir.Operation, cid: int) -> None:
+    def _inline_call(self, op: ir.Operation, cid: int, operands: list[int]) -> None:
         """Import a callee's body in place of the call, as XLA's CallInliner does.
 
         The callee was cloned for this call site (``_flatten_calls``), so each
@@ -379,7 +417,6 @@ class _Importer:
                             location_text(op.location))
         self.inlining.append(self.scope)
         block = f.regions[0].blocks[0]
-        operands = [self._use(v, cid) for v in op.operands]
         caller_scope = self.scope
         self.scope = callee
         for arg, vid in zip(block.arguments, operands):
@@ -464,19 +501,6 @@ COPY_NAME_PREFIX = "layout_copy("
 # A unit attribute on every copy this pass inserts: it survives printing
 # without locations, so a later run can recognise its own copies.
 COPY_MARK = "stablehlo_layout.inserted"
-
-
-def _drop_previous_copies(funcs: list[ir.Operation]) -> None:
-    """Remove the copies an earlier run of this pass inserted, as XLA's pass does on a re-run.
-
-    The rewrite puts back whichever are still needed, so running the pass on
-    its own output changes nothing.
-    """
-    stale = [op for f in funcs for op in nested_ops(f.operation)
-             if op.operation.name == "mhlo.copy" and COPY_MARK in op.attributes]
-    for op in stale:
-        op.results[0].replace_all_uses_with(op.operands[0])
-        op.operation.erase()
 
 
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:

@@ -13,7 +13,6 @@ the chain from any copy back to its sources.
 
 from __future__ import annotations
 
-import heapq
 from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
@@ -33,6 +32,7 @@ from .constraints import (
     OperandConstraint,
     Origin,
     ResultConstraint,
+    as_origin,
 )
 from .errors import PassError
 from .graph import Graph, Instruction, Value
@@ -101,6 +101,8 @@ class Assignment:
     # Rounds actually run: fewer than ``rounds`` when the engine proved the
     # rest would repeat the last one (``Engine._repeats``).
     rounds_computed: int = 0
+    # Exact runs carry provenance facts (explain, trace); fast runs do not.
+    exact: bool = False
 
 
 class Engine:
@@ -115,6 +117,8 @@ class Engine:
         # Exact: run every round and every computation through the worklist,
         # so that traces and explanations show XLA's steps and numbering.
         self.exact = exact or trace
+        # Provenance facts are built only for runs that will be explained.
+        self.facts = self.exact
         # Set when a demand was weakened below the current priority: then the
         # rounds are no longer shifts of one another (see _repeats).
         self.weakened = False
@@ -129,7 +133,7 @@ class Engine:
         # one laid out decides, and the others follow from the next round on.
         self.channel_layouts: dict[int, L.Layout] = {}
         self.added: list[Constraint] = []
-        self.unconstrained: list[tuple[int, int]] = []
+        self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
         self.order_key = [0] * len(graph.values)
         # Per-instruction facts the hot loops read, computed once.
@@ -147,6 +151,7 @@ class Engine:
             if v.is_array:
                 self.aliases.setdefault(v.buffer, []).append(v)
         self.tshape = [self._tuple_shaped(ins) for ins in graph.instrs]
+        self._precompute_edges()
         self.comp_order = self._computation_order()
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         self._number_buffers()
@@ -195,41 +200,51 @@ class Engine:
     def post_order(self, c: int) -> list[int]:
         """Instructions of computation ``c`` in XLA's post-order: operands first, left to right."""
         g = self.g
+        instrs, values = g.instrs, g.values
         comp = g.comps[c]
         done: set[int] = set()
         order: list[int] = []
         for start in comp.instrs:
-            ins = g.instrs[start]
-            if ins.op != "root" and any(g.values[v].uses for v in ins.results):
-                continue
             if start in done:
                 continue
-            stack = [(start, 0)]
+            ins = instrs[start]
+            if ins.op != "root" and any(values[v].uses for v in ins.results):
+                continue
             done.add(start)
-            while stack:
-                iid, k = stack[-1]
-                operands = g.instrs[iid].operands
-                if k < len(operands):
-                    stack[-1] = (iid, k + 1)
-                    p = g.values[operands[k]].producer
-                    if p not in done and g.instrs[p].comp == c:
+            stack = [start]
+            pending = [iter(ins.operands)]
+            while pending:
+                for vid in pending[-1]:
+                    p = values[vid].producer
+                    if p not in done and instrs[p].comp == c:
                         done.add(p)
-                        stack.append((p, 0))
+                        stack.append(p)
+                        pending.append(iter(instrs[p].operands))
+                        break
                 else:
-                    stack.pop()
+                    pending.pop()
+                    order.append(stack.pop())
+        if len(done) < len(comp.instrs):
+            for iid in comp.instrs:  # anything only reachable through a dead cycle
+                if iid not in done:
                     order.append(iid)
-        for iid in comp.instrs:  # anything only reachable through a dead cycle
-            if iid not in done:
-                order.append(iid)
         return order
 
     def _number_buffers(self) -> None:
+        """XLA's buffer ids: the order in which unconstrained buffers get defaults."""
         key = 0
+        order_key = self.order_key
+        instrs = self.g.instrs
+        leaves = self.g.leaves
         for c in self.comp_order:
+            if self.trivial[c] and not self.exact:
+                continue  # laid out without the default loop
             for iid in self.post_order(c):
-                for v in self.g.instrs[iid].results:
-                    for leaf in [v] + self.g.leaves(v):
-                        self.order_key[leaf] = key
+                for v in instrs[iid].results:
+                    order_key[v] = key
+                    key += 1
+                    for leaf in leaves(v):
+                        order_key[leaf] = key
                         key += 1
 
     # -- small queries -------------------------------------------------------
@@ -246,6 +261,71 @@ class Engine:
         if len(ins.results) != 1 or self.g.values[ins.results[0]].elements is not None:
             return True
         return self.rules[ins.id].hlo == "while"
+
+    def _precompute_edges(self) -> None:
+        """The per-instruction and per-buffer facts the propagators read on every pop."""
+        g = self.g
+        values, instrs = g.values, g.instrs
+        self.op_values = [[values[v] for v in ops] for ops in self.all_operands]
+        self.n_results = [len(ins.results) for ins in instrs]
+        self.n_operands = [len(ins.operands) for ins in instrs]
+        self.alias_pairs = [ins.attrs.get("aliases", ()) for ins in instrs]
+        self.variadic_reduce = [r.hlo == "reduce" and len(lv) > 1 for r, lv in zip(self.rules, self.leaves)]
+        # Own array buffers among an instruction's result leaves.
+        self.own_buffers = [[r for r in lv if values[r].is_array and values[r].buffer == r] for lv in self.leaves]
+        # Operands that can carry a layout choice (arrays of rank >= 2).
+        self.array_operands = [[(n, ov) for n, ov in enumerate(ovs[:nops]) if ov.is_array and ov.rank > 1]
+                               for ovs, nops in zip(self.op_values, self.n_operands)]
+        # What a buffer constraint asks of the producer's operands: nothing for
+        # parameters, roots, ops whose results are all scalars or vectors, and
+        # tuple operands of ops that cannot change layout.
+        self.b2o: list[list[tuple[int, Value]]] = []
+        for ins, rule, lv, ops in zip(instrs, self.rules, self.leaves, self.array_operands):
+            if (ins.op in ("parameter", "root")
+                    or all(not values[r].is_array or values[r].rank <= 1 for r in lv)
+                    or (not rule.can_change and rule.tuple_operand)):
+                self.b2o.append([])
+            else:
+                self.b2o.append(ops)
+        # What an operand constraint derives inside its user, past the aliases:
+        # None (a root), "stop", "all_reduce" (its result follows), or "go".
+        self.o2r: list[str | None] = []
+        for ins, rule, ts in zip(instrs, self.rules, self.tshape):
+            if ins.op == "root":
+                self.o2r.append(None)
+            elif rule.tuple_operand:
+                self.o2r.append("stop")
+            elif rule.hlo == "all_reduce":
+                self.o2r.append("all_reduce")
+            elif rule.can_change and ts and rule.hlo != "reduce":
+                self.o2r.append("stop")
+            else:
+                self.o2r.append("go")
+        # Per buffer: the (user, operand) slots a producer's layout is offered
+        # to, and the while-body parameters its value feeds back into.
+        is_root = [ins.op == "root" for ins in instrs]
+        forwarding, n_results = self.forwarding, self.n_results
+        self.consumers: dict[int, list[tuple[int, int]]] = {}
+        for buf, aliases in self.aliases.items():
+            slots = []
+            for alias in aliases:
+                if alias.rank == 0:
+                    continue
+                for user, n in alias.uses:
+                    if not is_root[user] and not (forwarding[user] and n < n_results[user]):
+                        slots.append((user, n))
+            self.consumers[buf] = slots
+        self.back_edges: dict[int, list[tuple[int, int]]] = {}
+        for comp in g.comps:
+            if comp.kind != "body" or comp.caller is None or comp.root < 0:
+                continue
+            found: list[tuple[int, int, int, int]] = []
+            for p, vid in enumerate(instrs[comp.root].operands):
+                v = values[vid]
+                if p < len(comp.params) and v.is_array and instrs[values[v.buffer].producer].comp == comp.id:
+                    found.append((v.buffer, vid, p, instrs[comp.params[p]].results[0]))
+            for buf, _, _, param_value in sorted(found):
+                self.back_edges.setdefault(buf, []).append((param_value, comp.caller))
 
     def _trivial(self, c: int) -> bool:
         """Every array of non-entry computation ``c`` has rank 0 or 1, so one layout each.
@@ -277,8 +357,9 @@ class Engine:
         return self.forwarding[iid] and n < len(self.g.instrs[iid].results)
 
     # -- setting constraints (XLA's Set*Layout) ------------------------------
+    # ``origin`` may be an Origin or the tuple to build one from (see as_origin).
     def set_buffer_layout(self, layout: L.Layout, buffer: int, mandatory: bool, dfs: bool,
-                          priority: int, origin: Origin) -> None:
+                          priority: int, origin: Origin | tuple) -> None:
         v = self.g.values[buffer]
         if not v.is_array:
             raise PassError(f"internal: layout for non-array value {buffer}")
@@ -290,31 +371,29 @@ class Engine:
             )
         c = self.bc.get(buffer)
         if c is None:
-            c = new_buffer(buffer, layout, mandatory, dfs, priority, origin, self.round)
+            c = new_buffer(buffer, layout, mandatory, dfs, priority, origin, self.round, self.facts)
             self.bc[buffer] = c
         elif not c.update(layout, mandatory, dfs, priority, origin, self.round,
-                          buffer_is_array=not self.tshape[v.producer]):
+                          not self.tshape[v.producer], self.facts):
             return
         self._push(c)
-        producer = self.g.instrs[v.producer]
-        aliases = producer.attrs.get("aliases", ())
-        position = self.leaves[producer.id].index(buffer) if aliases else -1
-        for out_index, operand_no in aliases:
-            if out_index == position:
-                self.set_operand_layout(layout, producer.id, operand_no, mandatory, dfs, priority,
-                                        Origin("custom-call-alias", producer.id, c.origin))
+        aliases = self.alias_pairs[v.producer]
+        if aliases:
+            position = self.leaves[v.producer].index(buffer)
+            for out_index, operand_no in aliases:
+                if out_index == position:
+                    self.set_operand_layout(layout, v.producer, operand_no, mandatory, dfs, priority,
+                                            ("custom-call-alias", v.producer, c.origin))
 
     def set_operand_layout(self, layout: L.Layout, iid: int, n: int, mandatory: bool, dfs: bool,
-                           priority: int, origin: Origin) -> None:
-        g = self.g
-        operands = self.all_operands[iid]
-        v = g.values[operands[n]]
+                           priority: int, origin: Origin | tuple) -> None:
+        v = self.op_values[iid][n]
         if not v.is_array or v.rank == 0:
             return
         if len(layout) != v.rank:
             raise PassError(f"layout {L.format_layout(layout)} has the wrong rank for operand {n}",
-                            g.instrs[iid].loc)
-        if self.forwarding[iid] and n < len(g.instrs[iid].results):
+                            self.g.instrs[iid].loc)
+        if self.forwarding[iid] and n < self.n_results[iid]:
             return
         if not mandatory:
             # XLA lets operand 0 decide a dynamic-update-slice, and a reshape of
@@ -324,32 +403,33 @@ class Engine:
                 dfs = False
                 priority -= 1
                 self.weakened = True
-            elif hlo == "reshape" and self.rules[g.values[operands[0]].producer].hlo == "dynamic_slice":
+            elif hlo == "reshape" and self.rules[self.op_values[iid][0].producer].hlo == "dynamic_slice":
                 dfs = False
                 priority -= 1
                 self.weakened = True
-        cur = self.oc.get((iid, n))
-        if cur is not None:
+        key = (iid, n)
+        cur = self.oc.get(key)
+        if cur is None:
+            c = new_operand(iid, n, layout, mandatory, dfs, priority, origin, self.round, self.facts)
+            self.oc[key] = c
+        else:
             if cur.layout == layout:
                 return
             if not mandatory:
                 return  # first writer wins: XLA never negotiates operand layouts
             if cur.priority > priority:
                 return
-        if cur is None:
-            c = new_operand(iid, n, layout, mandatory, dfs, priority, origin, self.round)
-            self.oc[(iid, n)] = c
-        else:
             # XLA keeps one slot per (instruction, operand) and queues pointers
             # to it: an entry still waiting in the worklist propagates the
             # replacement, not the layout it was queued with.
             c = cur
             c.layout, c.mandatory, c.dfs, c.priority, c.round = layout, mandatory, dfs, priority, self.round
-            c.origin = origin.attached("operand", (iid, n), layout, priority, mandatory, dfs, self.round)
+            c.origin = (as_origin(origin).attached("operand", key, layout, priority, mandatory, dfs, self.round)
+                        if self.facts else origin)
         self._push(c)
 
     def _operand(self, ins: Instruction, n: int) -> Value:
-        return self.g.values[self.all_operands[ins.id][n]]
+        return self.op_values[ins.id][n]
 
     def _push(self, c: Constraint) -> None:
         if c.dfs:
@@ -388,14 +468,16 @@ class Engine:
         self._drain(work, None)
         while work:
             c = work.popleft()
-            if isinstance(c, BufferConstraint):
-                self._propagate_buffer(c)
-            elif isinstance(c, OperandConstraint):
-                self._propagate_operand(c)
+            cls = c.__class__
+            if cls is BufferConstraint:
+                self._propagate_buffer(c)  # type: ignore[arg-type]
+            elif cls is OperandConstraint:
+                self._propagate_operand(c)  # type: ignore[arg-type]
             else:
                 assert isinstance(c, ResultConstraint)
                 self._propagate_result(c)
-            self._drain(work, c)
+            if self.added or self.trace is not None:
+                self._drain(work, c)
 
     def _drain(self, work: deque[Constraint], popped: Constraint | None) -> None:
         if self.trace is not None and popped is not None:
@@ -410,99 +492,96 @@ class Engine:
         self.added.clear()
 
     # -- propagators ---------------------------------------------------------
+    # Each demand is checked against the slot it would change before it is
+    # made: most are refused by XLA's overwrite rules, and a refused demand
+    # costs a dict lookup instead of a call and a provenance record.
     def _propagate_buffer(self, c: BufferConstraint) -> None:
         v = self.g.values[c.buffer]
         if not v.is_array:
             return
-        self._buffer_to_operands(c, v)
+        if self.b2o[v.producer]:
+            self._buffer_to_operands(c, v)
         self._buffer_to_uses(c, v)
 
     def _buffer_to_operands(self, c: BufferConstraint, v: Value) -> None:
-        g = self.g
-        ins = g.instrs[v.producer]
-        if ins.op in ("parameter", "root"):
-            return
-        values = g.values
-        if all(not values[r].is_array or values[r].rank <= 1 for r in self.leaves[ins.id]):
-            return
-        rule = self.rules[ins.id]
-        top_level = not self.tshape[ins.id]
-        for n, ovid in enumerate(ins.operands):
-            ov = values[ovid]
-            if not ov.is_array or ov.rank <= 1:
-                continue
-            if not rule.can_change:
-                if rule.tuple_operand:
-                    continue
+        iid = v.producer
+        rule = self.rules[iid]
+        prio = self.current_priority
+        layout = c.layout
+        if not rule.can_change:
+            oc = self.oc
+            for n, ov in self.b2o[iid]:
                 if ov.rank == v.rank:
-                    self.set_operand_layout(c.layout, ins.id, n, True, True, self.current_priority,
-                                            Origin("same-layout-operand", ins.id, c.origin))
+                    cur = oc.get((iid, n))
+                    if cur is not None and (cur.layout == layout or cur.priority > prio):
+                        continue
+                    self.set_operand_layout(layout, iid, n, True, True, prio,
+                                            ("same-layout-operand", iid, c.origin))
                 elif rule.hlo == "bitcast_convert":
-                    lay = _bitcast_convert_operand_layout(c.layout, ov.rank)
-                    self.set_operand_layout(lay, ins.id, n, True, True, self.current_priority,
-                                            Origin("bitcast-convert-rank-change", ins.id, c.origin))
-            elif rule.broadcast:
-                lay = rule.operand_from_output(g, ins, n, c.layout)  # type: ignore[misc]
+                    lay = _bitcast_convert_operand_layout(layout, ov.rank)
+                    self.set_operand_layout(lay, iid, n, True, True, prio,
+                                            ("bitcast-convert-rank-change", iid, c.origin))
+            return
+        g = self.g
+        ins = g.instrs[iid]
+        if rule.broadcast:
+            for n, ov in self.b2o[iid]:
+                lay = rule.operand_from_output(g, ins, n, layout)  # type: ignore[misc]
                 if lay is not None:
-                    self.set_operand_layout(lay, ins.id, n, True, self.dfs_of[ins.id], self.current_priority,
-                                            Origin("broadcast-operand", ins.id, c.origin))
-            elif top_level:
-                derive = self.target.operand_from_output(g, ins, n, c.layout, rule)
+                    self.set_operand_layout(lay, iid, n, True, self.dfs_of[iid], prio,
+                                            ("broadcast-operand", iid, c.origin))
+        elif not self.tshape[iid]:
+            for n, ov in self.b2o[iid]:
+                derive = self.target.operand_from_output(g, ins, n, layout, rule)
                 if derive is not None:
                     lay, name = derive
-                    self.set_operand_layout(lay, ins.id, n, rule.always_backward, self.dfs_of[ins.id],
-                                            self.current_priority, Origin(name, ins.id, c.origin))
+                    self.set_operand_layout(lay, iid, n, rule.always_backward, self.dfs_of[iid], prio,
+                                            (name, iid, c.origin))
 
     def _buffer_to_uses(self, c: BufferConstraint, v: Value) -> None:
-        g = self.g
-        instrs, forwarding = g.instrs, self.forwarding
-        for alias in self.aliases[v.buffer]:
-            for user, n in alias.uses:
-                uins = instrs[user]
-                if uins.op == "root" or (forwarding[user] and n < len(uins.results)):
-                    continue
-                self.set_operand_layout(c.layout, user, n, False, True, c.priority,
-                                        Origin("producer-layout", user, c.origin))
+        layout, prio, parent = c.layout, c.priority, c.origin
+        oc = self.oc
+        for user, n in self.consumers[v.buffer]:
+            if (user, n) in oc:
+                continue  # a non-mandatory demand never replaces an operand constraint
+            self.set_operand_layout(layout, user, n, False, True, prio, ("producer-layout", user, parent))
         # While back edge: the body's result nudges the body parameter it feeds.
-        comp = g.comps[g.instrs[v.producer].comp]
-        if comp.kind == "body" and comp.caller is not None:
-            root = g.instrs[comp.root]
-            for alias in self.aliases[v.buffer]:
-                for user, p in alias.uses:
-                    if user == root.id and p < len(comp.params):
-                        param_value = g.instrs[comp.params[p]].results[0]
-                        self.set_buffer_layout(c.layout, param_value, False, True, self.current_priority,
-                                               Origin("while-back-edge", comp.caller, c.origin))
+        back = self.back_edges.get(v.buffer)
+        if back:
+            for param_value, caller in back:
+                self.set_buffer_layout(layout, param_value, False, True, self.current_priority,
+                                       ("while-back-edge", caller, parent))
 
     def _propagate_operand(self, c: OperandConstraint) -> None:
-        g = self.g
-        ins = g.instrs[c.instr]
-        ov = g.values[self.all_operands[c.instr][c.operand]]
+        iid = c.instr
+        ov = self.op_values[iid][c.operand]
         if not ov.is_array or ov.rank <= 1:
             return
         self._use_to_defs(ov, c.layout, c.priority, c)
-        rule = self.rules[c.instr]
-        if ins.op == "root" or c.operand >= len(ins.operands):
+        step = self.o2r[iid]
+        if step is None or c.operand >= self.n_operands[iid]:
             return  # root and implicit captures: nothing to derive inside the user
+        g = self.g
+        ins = g.instrs[iid]
+        rule = self.rules[iid]
+        leaves = self.leaves[iid]
         # A custom call's output aliased to this operand follows it.
-        leaves = self.leaves[ins.id]
-        for out_index, operand_no in ins.attrs.get("aliases", ()):
+        for out_index, operand_no in self.alias_pairs[iid]:
             if (operand_no == c.operand and out_index < len(leaves)
                     and g.values[leaves[out_index]].is_array):
                 self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                       self.dfs_of[ins.id], c.priority, Origin("custom-call-alias", ins.id, c.origin))
-        if ins.attrs.get("layout_constrained"):
+                                       self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
+        if step == "stop" or ins.attrs.get("layout_constrained"):
             return
-        if rule.tuple_operand:
-            return
-        if rule.hlo == "all_reduce":
+        if step == "all_reduce":
             r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
-                                   Origin("all-reduce-operand", ins.id, c.origin))
-        if rule.can_change and self.tshape[ins.id] and rule.hlo != "reduce":
+                                   ("all-reduce-operand", iid, c.origin))
+            if rule.can_change and self.tshape[iid]:
+                return
+        if self.forwarding[iid] and c.operand < self.n_results[iid]:
             return
-        if self.forwarding[ins.id] and c.operand < len(ins.results):
-            return
+        layout, prio = c.layout, c.priority
         if rule.to_siblings:
             if rule.hlo == "concatenate":
                 dim = ins.attrs["dim"]
@@ -511,36 +590,44 @@ class Engine:
                     other = g.values[s].dims[dim]
                     if mine is None or (other is not None and other > mine):
                         return
-            for m, svid in enumerate(ins.operands):
-                sv = g.values[svid]
-                if m == c.operand or not sv.is_array or sv.rank != ov.rank or sv.rank <= 1:
+            oc, bc = self.oc, self.bc
+            rank = ov.rank
+            for m, sv in self.array_operands[iid]:
+                if m == c.operand or sv.rank != rank:
                     continue
-                self.set_operand_layout(c.layout, ins.id, m, True, True, c.priority,
-                                        Origin("same-layout-sibling", ins.id, c.origin))
-            for r in leaves:
-                rv = g.values[r]
-                if rv.is_array and rv.rank == ov.rank and rv.buffer == r:
-                    self.set_buffer_layout(c.layout, r, True, True, c.priority,
-                                           Origin("same-layout-result", ins.id, c.origin))
+                cur = oc.get((iid, m))
+                if cur is not None and (cur.layout == layout or cur.priority > prio):
+                    continue
+                self.set_operand_layout(layout, iid, m, True, True, prio,
+                                        ("same-layout-sibling", iid, c.origin))
+            for r in self.own_buffers[iid]:
+                if g.values[r].rank == rank:
+                    cur = bc.get(r)
+                    if (cur is not None and cur.layout == layout and cur.mandatory and cur.dfs
+                            and cur.priority >= prio):
+                        continue
+                    self.set_buffer_layout(layout, r, True, True, prio, ("same-layout-result", iid, c.origin))
             return
         for r_index, r in enumerate(ins.results):
             rv = g.values[r]
             if not rv.is_array or rv.rank <= 1 or rv.buffer != r:
                 continue
-            derive = self.target.output_from_operand(g, ins, c.operand, c.layout, r_index, rule)
+            derive = self.target.output_from_operand(g, ins, c.operand, layout, r_index, rule)
             if derive is not None:
                 lay, name = derive
-                self.set_buffer_layout(lay, r, rule.always_forward, self.dfs_of[ins.id], c.priority,
-                                       Origin(name, ins.id, c.origin))
+                self.set_buffer_layout(lay, r, rule.always_forward, self.dfs_of[iid], prio,
+                                       (name, iid, c.origin))
 
     def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
         """A demand on a use asks the value's producer for the same layout."""
-        buf = self.g.values[v.buffer]
-        producer = buf.producer
-        if self.rules[producer].hlo == "reduce" and len(self.leaves[producer]) > 1:
+        buf = v.buffer
+        producer = self.g.values[buf].producer
+        if self.variadic_reduce[producer]:
             return  # XLA never lets a variadic reduce's outputs take use demands
-        self.set_buffer_layout(layout, buf.id, False, True, priority,
-                               Origin("consumer-demand", producer, parent.origin))
+        cur = self.bc.get(buf)
+        if cur is not None and priority <= cur.priority and (cur.dfs or cur.layout != layout):
+            return  # a non-mandatory request needs a higher priority (or to turn on DFS)
+        self.set_buffer_layout(layout, buf, False, True, priority, ("consumer-demand", producer, parent.origin))
 
     def _propagate_result(self, c: ResultConstraint) -> None:
         root = self.g.instrs[self.g.comps[c.comp].root]
@@ -571,17 +658,14 @@ class Engine:
         if self.trivial[c] and not self.exact:
             self._lay_out_trivial(c)
             return
-        heap = [(self.order_key[v], v) for iid in comp.instrs for v in self.leaves[iid]
-                if g.values[v].is_array and g.values[v].buffer == v]
-        heapq.heapify(heap)
-        self.unconstrained = heap
+        defaults, specials = self._comp_plan(c)
 
         # 1. Values whose layouts are fixed: parameters, infeed, what send reads.
         is_entry = comp.is_entry
         params_fixed = (is_entry and any(x is not None for x in cl.params + cl.results)) or (
             not is_entry and c not in self.conditional_mismatch and cl.params_set)
         param_layouts = dict(zip(comp.params, cl.params))
-        for iid in comp.instrs:
+        for iid in specials:
             ins = g.instrs[iid]
             if ins.op == "parameter":
                 lay = param_layouts.get(iid)
@@ -612,7 +696,7 @@ class Engine:
                 raise PassError("a bitcast already exists before layout assignment; XLA rejects "
                                 "this too: run the pass on the module before layouts were decided", ins.loc)
         # 2. Callers of computations already laid out; ops nobody knows.
-        for iid in comp.instrs:
+        for iid in specials:
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
@@ -636,29 +720,52 @@ class Engine:
                 self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
         self.target.add_backend_constraints(self, c)
-        for iid in comp.instrs:
+        for iid in specials:
             ins = g.instrs[iid]
             if "operand_layouts" in ins.attrs:
                 self._constrain_custom_call(ins)
         self.propagate()
         # 5. Defaults, one buffer at a time, each propagated before the next.
-        while self.unconstrained:
-            _, b = heapq.heappop(self.unconstrained)
-            if b in self.bc:
+        bc = self.bc
+        for b in defaults:
+            if b in bc:
                 continue
             v = g.values[b]
             lay = self.target.unconstrained_layout(g, v)
             self.set_buffer_layout(lay, b, False, True, self.current_priority,
-                                   Origin("default-layout", v.producer))
+                                   ("default-layout", v.producer, None))
             self.propagate()
         self._record_computation_layout(c)
         if not g.spmd:
-            for iid in comp.instrs:
+            for iid in specials:
                 channel = g.instrs[iid].attrs.get("channel")
                 if channel is not None and channel not in self.channel_layouts:
                     lay = self._layout_of(self.leaves[iid][0])
                     if lay is not None:
                         self.channel_layouts[channel] = lay
+
+    def _comp_plan(self, c: int) -> tuple[list[int], list[int]]:
+        """Per computation, the same every round: its buffers in the order the
+        default loop visits them (XLA's buffer ids), and the instructions steps
+        1, 2, 4 and the channel bookkeeping look at (all others are plain ops)."""
+        plan = self.comp_plans.get(c)
+        if plan is None:
+            g = self.g
+            values, key = g.values, self.order_key
+            comp = g.comps[c]
+            buffers = [v for iid in comp.instrs for v in self.leaves[iid]
+                       if values[v].is_array and values[v].buffer == v]
+            buffers.sort(key=lambda v: (key[v], v))
+            specials = []
+            for iid in comp.instrs:
+                ins = g.instrs[iid]
+                rule = self.rules[iid]
+                if (ins.op in ("parameter", "root") or ins.callees or not rule.known
+                        or rule.hlo in ("outfeed", "send", "bitcast")
+                        or any(k in ins.attrs for k in ("infeed_layouts", "channel", "operand_layouts"))):
+                    specials.append(iid)
+            plan = self.comp_plans[c] = (buffers, specials)
+        return plan
 
     def _lay_out_trivial(self, c: int) -> None:
         """A computation of scalars and vectors: each buffer takes its only layout."""
@@ -669,7 +776,7 @@ class Engine:
                 v = values[r]
                 if v.is_array and v.buffer == r:
                     bc[r] = new_buffer(r, L.default_layout(v.rank), True, True, self.current_priority,
-                                       Origin("only-layout", v.producer), self.round)
+                                       ("only-layout", v.producer, None), self.round, self.facts)
         self._record_computation_layout(c)
 
     def _param_note(self, c: int, p: int) -> str:
@@ -991,7 +1098,7 @@ class Engine:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
-                          rounds_computed=computed)
+                          rounds_computed=computed, exact=self.exact)
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:

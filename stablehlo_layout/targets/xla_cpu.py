@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
+_CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 
 
 def _bytes(v: "Value") -> int:
@@ -182,9 +183,8 @@ class XlaCpuTarget(Target):
                 # Every operand nothing constrained yet is read row-major.
                 for n, lay in step[2]:
                     if (iid, n) not in oc:
-                        engine.set_operand_layout(lay, iid, n, True, True, prio, Origin(
-                            "target:cpu-row-major-operand", iid, None,
-                            "XLA:CPU reads every otherwise unconstrained operand row-major"))
+                        engine.set_operand_layout(lay, iid, n, True, True, prio, (
+                            "target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
             elif kind == "row-major":
                 _, why, results, operands = step
                 engine.set_instruction_layout(results, iid, True, prio, why)

@@ -20,7 +20,7 @@ GPU_LIT_FILES = sorted((Path(__file__).resolve().parents[1] / "lit").glob("xla_g
 def run(text: str, target="xla-gpu", entry_layouts: str = "default"):
     ctx = mlir.make_context()
     m = mlir.load(text.encode(), "t.mlir", ctx)
-    r = assign_module(m, target, entry_layouts)
+    r = assign_module(m, target, entry_layouts, exact=True)  # origins() reads provenance
     assert r.warnings == []
     return r
 
