@@ -184,9 +184,10 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool) -> None:
+    def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool, optimistic: bool = False) -> None:
         self.module = module.operation if isinstance(module, ir.Module) else module
         self.inline = inline_calls
+        self.optimistic = optimistic
         self.g = Graph()
         self.h = Handles()
         self.vid: dict[ir.Value, int] = {}
@@ -273,9 +274,10 @@ class _Importer:
             raise PassError("the module has no func.func to assign layouts to")
         entry_name = _entry_name(funcs)
         inlined: set[str] = set()
-        # With a single body there is nothing to flatten; a call in it can only
-        # be recursive or reach a declaration, which the walk reports.
-        if self.inline and sum(1 for f in funcs if len(f.regions[0].blocks)) > 1:
+        # Most modules call nothing, so the walk first assumes that and stops
+        # at the first call it meets; only then are calls flattened (one more
+        # walk over every function) and the import starts again.
+        if self.inline and not self.optimistic:
             with self.module.context:
                 inlined = _flatten_calls(funcs, entry_name)
             funcs = [op for op in body.operations if op.operation.name == "func.func"]
@@ -349,6 +351,8 @@ class _Importer:
             if position == last and _is_terminator(name):
                 return op.operation, operands
             if name == "func.call" and self.inline:
+                if self.optimistic:
+                    raise _CallsToFlatten()
                 self._inline_call(op, cid, operands)
                 continue
             if name == "mhlo.copy" and COPY_MARK in op.attributes:
@@ -633,6 +637,17 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     return lay
 
 
+class _CallsToFlatten(Exception):
+    """The optimistic walk met a call: flatten the call graph and walk again."""
+
+
 def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False) -> tuple[Graph, Handles]:
     """Build the constraint graph; with ``inline_calls`` calls are imported inline (XLA:CPU/GPU)."""
+    if inline_calls:
+        try:
+            # Nothing is written to the module before the walk ends, so a walk
+            # abandoned at a call leaves it as it was.
+            return _Importer(module, inline_calls, optimistic=True).run()
+        except _CallsToFlatten:
+            pass
     return _Importer(module, inline_calls).run()

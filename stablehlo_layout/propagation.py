@@ -192,6 +192,8 @@ class Engine:
         for iid in self.g.comps[c].instrs:
             ins = self.g.instrs[iid]
             callees = ins.callees
+            if not callees:
+                continue
             if self.rule(ins.id).hlo == "while" and len(callees) == 2:
                 callees = [callees[1], callees[0]]  # HLO lists the body first
             out.extend(callees)
@@ -208,8 +210,14 @@ class Engine:
             if start in done:
                 continue
             ins = instrs[start]
-            if ins.op != "root" and any(values[v].uses for v in ins.results):
-                continue
+            if ins.op != "root":
+                used = False
+                for v in ins.results:
+                    if values[v].uses:
+                        used = True
+                        break
+                if used:
+                    continue
             done.add(start)
             stack = [start]
             pending = [iter(ins.operands)]
@@ -266,32 +274,40 @@ class Engine:
         """The per-instruction and per-buffer facts the propagators read on every pop."""
         g = self.g
         values, instrs = g.values, g.instrs
-        self.op_values = [[values[v] for v in ops] for ops in self.all_operands]
-        self.n_results = [len(ins.results) for ins in instrs]
-        self.n_operands = [len(ins.operands) for ins in instrs]
-        self.alias_pairs = [ins.attrs.get("aliases", ()) for ins in instrs]
-        self.variadic_reduce = [r.hlo == "reduce" and len(lv) > 1 for r, lv in zip(self.rules, self.leaves)]
-        # Own array buffers among an instruction's result leaves.
-        self.own_buffers = [[r for r in lv if values[r].is_array and values[r].buffer == r] for lv in self.leaves]
-        # Operands that can carry a layout choice (arrays of rank >= 2).
-        self.array_operands = [[(n, ov) for n, ov in enumerate(ovs[:nops]) if ov.is_array and ov.rank > 1]
-                               for ovs, nops in zip(self.op_values, self.n_operands)]
+        self.op_values: list[list[Value]] = []
+        self.n_results: list[int] = []
+        self.n_operands: list[int] = []
+        self.alias_pairs: list = []
+        self.variadic_reduce: list[bool] = []
+        self.own_buffers: list[list[int]] = []  # own array buffers among the result leaves
+        self.array_operands: list[list[tuple[int, Value]]] = []  # operands that can carry a choice
         # What a buffer constraint asks of the producer's operands: nothing for
         # parameters, roots, ops whose results are all scalars or vectors, and
         # tuple operands of ops that cannot change layout.
         self.b2o: list[list[tuple[int, Value]]] = []
-        for ins, rule, lv, ops in zip(instrs, self.rules, self.leaves, self.array_operands):
-            if (ins.op in ("parameter", "root")
-                    or all(not values[r].is_array or values[r].rank <= 1 for r in lv)
-                    or (not rule.can_change and rule.tuple_operand)):
-                self.b2o.append([])
-            else:
-                self.b2o.append(ops)
         # What an operand constraint derives inside its user, past the aliases:
         # None (a root), "stop", "all_reduce" (its result follows), or "go".
         self.o2r: list[str | None] = []
-        for ins, rule, ts in zip(instrs, self.rules, self.tshape):
-            if ins.op == "root":
+        for ins, rule, lv, ts, ops in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands):
+            ovs = [values[v] for v in ops]
+            self.op_values.append(ovs)
+            self.n_results.append(len(ins.results))
+            nops = len(ins.operands)
+            self.n_operands.append(nops)
+            self.alias_pairs.append(ins.attrs.get("aliases", ()) if ins.attrs else ())
+            self.variadic_reduce.append(len(lv) > 1 and rule.hlo == "reduce")
+            lvs = [values[r] for r in lv]
+            self.own_buffers.append([r.id for r in lvs if r.is_array and r.buffer == r.id])
+            arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
+                      if ov.rank > 1 and ov.is_array]
+            self.array_operands.append(arrays)
+            op = ins.op
+            if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
+                    or all(r.rank <= 1 or not r.is_array for r in lvs)):
+                self.b2o.append([])
+            else:
+                self.b2o.append(arrays)
+            if op == "root":
                 self.o2r.append(None)
             elif rule.tuple_operand:
                 self.o2r.append("stop")

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
+# The ops that may need a runtime kernel's row-major or column-major layouts.
+_KERNEL_OPS = {"convolution", "dot", "dot_general"}
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 
 
@@ -121,63 +123,60 @@ class XlaCpuTarget(Target):
         return None
 
     # -- the hook ------------------------------------------------------------
-    def _plan(self, engine: "Engine") -> list[tuple | None]:
-        """What the backend demands of each instruction; the same in every round."""
-        plan = engine.memo.get("xla-cpu-plan")
+    def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, tuple]]:
+        """What the backend demands of the instructions of ``comp``; the same in every round."""
+        plans = engine.memo.setdefault("xla-cpu-plan", {})
+        plan = plans.get(comp)  # type: ignore[union-attr]
         if plan is not None:
             return plan  # type: ignore[return-value]
         g = engine.g
+        values = g.values
         plan = []
-        for ins in g.instrs:
+        for iid in g.comps[comp].instrs:
+            ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
-                plan.append(None)
                 continue
-            rule = rule_for(ins.op)
-            if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
-                why = Origin("target:cpu-row-major-kernel", ins.id, None,
-                             f"{rule.hlo} is emitted as an Eigen/runtime kernel that reads row-major")
-                results = [L.default_layout(g.values[r].rank) if g.values[r].is_array else None
-                           for r in engine.leaves[ins.id]]
-                operands = [(n, L.default_layout(g.values[v].rank)) for n, v in enumerate(ins.operands)
-                            if g.values[v].is_array]
-                plan.append(("row-major", why, results, operands))
-                continue
-            col = self.column_major_operand(g, ins)
-            if col is not None:
-                v = g.values[ins.operands[col]]
-                why = Origin("target:cpu-column-major-constant", ins.id, None,
-                             "a vector·matrix dot reads its constant matrix column-major")
-                plan.append(("column-major", why, col, L.intern(range(v.rank))))
-                continue
-            if rule.hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
-                r = g.values[ins.results[0]]
+            hlo = engine.rules[iid].hlo
+            if hlo in _KERNEL_OPS or hlo == "custom_call":
+                if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
+                    why = Origin("target:cpu-row-major-kernel", ins.id, None,
+                                 f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+                    results = [L.default_layout(values[r].rank) if values[r].is_array else None
+                               for r in engine.leaves[ins.id]]
+                    operands = [(n, L.default_layout(values[v].rank)) for n, v in enumerate(ins.operands)
+                                if values[v].is_array]
+                    plan.append((iid, ("row-major", why, results, operands)))
+                    continue
+                col = self.column_major_operand(g, ins)
+                if col is not None:
+                    v = values[ins.operands[col]]
+                    why = Origin("target:cpu-column-major-constant", ins.id, None,
+                                 "a vector·matrix dot reads its constant matrix column-major")
+                    plan.append((iid, ("column-major", why, col, L.intern(range(v.rank)))))
+                    continue
+            if hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
+                r = values[ins.results[0]]
                 if r.is_array:
                     dim = ins.attrs["dim"]
                     lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
                     why = Origin("target:cpu-collective-dim-major", ins.id, None,
-                                 f"the {rule.hlo} dimension {dim} must be most major")
-                    plan.append(("collective", why, lay))
-                else:
-                    plan.append(None)
+                                 f"the {hlo} dimension {dim} must be most major")
+                    plan.append((iid, ("collective", why, lay)))
                 continue
-            if rule.tuple_operand:
-                plan.append(None)  # the operands are one HLO tuple, not arrays
-                continue
-            operands = [(n, L.default_layout(g.values[v].rank)) for n, v in enumerate(ins.operands)
-                        if g.values[v].is_array and not engine.forwards_operand(ins.id, n)]
-            plan.append(("catch-all", None, operands) if operands else None)
-        engine.memo["xla-cpu-plan"] = plan
+            if engine.rules[iid].tuple_operand:
+                continue  # the operands are one HLO tuple, not arrays
+            operands = [(n, L.default_layout(ov.rank)) for n, ov in enumerate(engine.op_values[iid][:len(ins.operands)])
+                        if ov.is_array and not engine.forwards_operand(iid, n)]
+            if operands:
+                plan.append((iid, ("catch-all", None, operands)))
+        plans[comp] = plan  # type: ignore[index]
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         g = engine.g
         prio = engine.current_priority
-        plan = self._plan(engine)
         oc = engine.oc
-        for iid in g.comps[comp].instrs:
-            step = plan[iid]
-            if step is None:
-                continue
+        for iid, step in self._plan(engine, comp):
             kind = step[0]
             if kind == "catch-all":
                 # Every operand nothing constrained yet is read row-major.
