@@ -66,7 +66,17 @@ _EXTRACTED = {
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
     "all_reduce", "reduce_scatter", "all_to_all",
 }
-_needs_extract: dict[str, bool] = {"func.call": True}
+
+
+def _facts_of(name: str) -> tuple[Any, bool, str]:
+    """What the walk needs to know of an op name: its rule, whether the rules
+    read its attributes, and whether it builds or reads a tuple."""
+    short = name.split(".", 1)[-1]
+    tuple_kind = "get" if name.endswith(".get_tuple_element") else "make" if name.endswith(".tuple") else ""
+    return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind
+
+
+_op_facts: dict[str, tuple[Any, bool, str]] = {}
 
 
 def _int_list(attr: ir.Attribute) -> list[int]:
@@ -359,12 +369,12 @@ class _Importer:
                 vid[op.results[0]] = operands[0]
                 self.stale_copies.append(op.operation)
                 continue
-            rule = rule_for(name)
+            facts = _op_facts.get(name)
+            if facts is None:
+                facts = _op_facts[name] = _facts_of(name)
+            rule, needs, tuple_kind = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            needs = _needs_extract.get(name)
-            if needs is None:
-                needs = _needs_extract[name] = name.split(".", 1)[-1] in _EXTRACTED
             ins = g.add_instr(name, cid, operands, _extract(op, name) if needs else {}, op.location)
             ins.scope = scope
             handles.ops.append(op.operation)
@@ -391,11 +401,11 @@ class _Importer:
                     results.append(self._new_value(res, res.type, ins.id, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
-            if name.endswith(".get_tuple_element"):
+            if tuple_kind == "get":
                 tup = g.values[operands[0]]
                 if tup.elements is not None:
                     self._alias(results[0], tup.elements[ir.IntegerAttr(op.attributes["index"]).value])
-            elif name.endswith(".tuple"):
+            elif tuple_kind == "make":
                 for element, operand in zip(g.values[results[0]].elements or (), operands):
                     self._alias(element, operand)
             if rule.forwards:

@@ -138,22 +138,28 @@ class Engine:
         self.order_key = [0] * len(graph.values)
         # Per-instruction facts the hot loops read, computed once.
         self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
-        self.all_operands = [ins.operands + ins.captures if ins.captures else ins.operands
-                             for ins in graph.instrs]
-        self.forwarding = [r.forwards for r in self.rules]
-        self.dfs_of = [dfs_for(graph, ins, r) if ins.op not in ("parameter", "root") else False
-                       for ins, r in zip(graph.instrs, self.rules)]
         self.memo: dict[str, object] = {}  # per-run caches for targets
         # XLA's shape indices: an instruction's results with tuples flattened.
-        self.leaves = [[leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        values = graph.values
+        self.leaves = [ins.results if all(values[r].elements is None for r in ins.results)
+                       else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        self.trivial = [self._trivial(c.id) for c in graph.comps]
+        # The instructions the worklist can reach: a fast run lays trivial
+        # computations out directly and never asks about their instructions.
+        self.active = [not self.trivial[ins.comp] or self.exact for ins in graph.instrs]
+        self.all_operands = [(ins.operands + ins.captures if ins.captures else ins.operands) if on else []
+                             for ins, on in zip(graph.instrs, self.active)]
+        self.forwarding = [r.forwards for r in self.rules]
+        self.dfs_of = [dfs_for(graph, ins, r) if on and ins.op not in ("parameter", "root") else False
+                       for ins, r, on in zip(graph.instrs, self.rules, self.active)]
         self.aliases: dict[int, list[Value]] = {}
-        for v in graph.values:
-            if v.is_array:
+        active = self.active
+        for v in values:
+            if v.is_array and active[v.producer]:
                 self.aliases.setdefault(v.buffer, []).append(v)
-        self.tshape = [self._tuple_shaped(ins) for ins in graph.instrs]
+        self.tshape = self._tuple_shapes()
         self._precompute_edges()
         self.comp_order = self._computation_order()
-        self.trivial = [self._trivial(c.id) for c in graph.comps]
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
         self.given_results: list[L.Layout | None] = []
@@ -260,15 +266,22 @@ class Engine:
         """The op's rule as the target sees it (a target may refine the table)."""
         return self.rules[iid]
 
-    def _tuple_shaped(self, ins: Instruction) -> bool:
-        if ins.op == "parameter":
-            kind = self.g.comps[ins.comp].kind
-            return kind in ("body", "cond", "branch")
-        if ins.op == "root":
-            return False
-        if len(ins.results) != 1 or self.g.values[ins.results[0]].elements is not None:
-            return True
-        return self.rules[ins.id].hlo == "while"
+    def _tuple_shapes(self) -> list[bool]:
+        """Per instruction: is its HLO shape a tuple (several results, a tuple,
+        a while, or a parameter of a loop or branch computation)?"""
+        g = self.g
+        values, comps = g.values, g.comps
+        out = []
+        for ins, rule, on in zip(g.instrs, self.rules, self.active):
+            op = ins.op
+            if not on or op == "root":
+                out.append(False)
+            elif op == "parameter":
+                out.append(comps[ins.comp].kind in ("body", "cond", "branch"))
+            else:
+                results = ins.results
+                out.append(len(results) != 1 or values[results[0]].elements is not None or rule.hlo == "while")
+        return out
 
     def _precompute_edges(self) -> None:
         """The per-instruction and per-buffer facts the propagators read on every pop."""
@@ -288,7 +301,17 @@ class Engine:
         # What an operand constraint derives inside its user, past the aliases:
         # None (a root), "stop", "all_reduce" (its result follows), or "go".
         self.o2r: list[str | None] = []
-        for ins, rule, lv, ts, ops in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands):
+        for ins, rule, lv, ts, ops, on in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands,
+                                              self.active):
+            if not on:
+                for facts in (self.op_values, self.own_buffers, self.array_operands, self.b2o):
+                    facts.append([])
+                self.n_results.append(0)
+                self.n_operands.append(0)
+                self.alias_pairs.append(())
+                self.variadic_reduce.append(False)
+                self.o2r.append(None)
+                continue
             ovs = [values[v] for v in ops]
             self.op_values.append(ovs)
             self.n_results.append(len(ins.results))
@@ -444,6 +467,21 @@ class Engine:
                         if self.facts else origin)
         self._push(c)
 
+    def demand_operands(self, iid: int, slots: list[tuple[int, L.Layout]], priority: int,
+                        origin: tuple) -> None:
+        """Mandatory depth-first demands on operands of ``iid`` that nothing constrained yet.
+
+        The same as ``set_operand_layout`` for each slot, for callers that
+        already know each slot holds an array of rank >= 1 that the
+        instruction does not forward, and that ``layout`` has its rank.
+        """
+        oc, added, round_, facts = self.oc, self.added, self.round, self.facts
+        for n, layout in slots:
+            key = (iid, n)
+            if key not in oc:
+                c = oc[key] = new_operand(iid, n, layout, True, True, priority, origin, round_, facts)
+                added.append(c)
+
     def _operand(self, ins: Instruction, n: int) -> Value:
         return self.op_values[ins.id][n]
 
@@ -480,20 +518,60 @@ class Engine:
 
     # -- the worklist --------------------------------------------------------
     def propagate(self) -> None:
+        """Drain the worklist.  The common steps of the operand and buffer
+        propagators are written out here: this loop runs once per constraint."""
         work: deque[Constraint] = deque()
         self._drain(work, None)
+        added, tracing = self.added, self.trace is not None
+        values, op_values, n_operands = self.g.values, self.op_values, self.n_operands
+        bc, oc, o2r, b2o = self.bc, self.oc, self.o2r, self.b2o
+        variadic, consumers, back_edges = self.variadic_reduce, self.consumers, self.back_edges
+        set_buffer, set_operand = self.set_buffer_layout, self.set_operand_layout
         while work:
             c = work.popleft()
             cls = c.__class__
-            if cls is BufferConstraint:
-                self._propagate_buffer(c)  # type: ignore[arg-type]
-            elif cls is OperandConstraint:
-                self._propagate_operand(c)  # type: ignore[arg-type]
+            if cls is OperandConstraint:
+                iid, n = c.instr, c.operand  # type: ignore[attr-defined]
+                ov = op_values[iid][n]
+                if ov.rank > 1 and ov.is_array:
+                    # The use asks the value's producer for its layout (XLA's PropagateUseConstraintToDefs).
+                    layout, prio = c.layout, c.priority
+                    buf = ov.buffer
+                    cur = bc.get(buf)
+                    if cur is None or prio > cur.priority or (not cur.dfs and cur.layout == layout):
+                        producer = values[buf].producer
+                        if not variadic[producer]:
+                            set_buffer(layout, buf, False, True, prio, ("consumer-demand", producer, c.origin))
+                    if o2r[iid] is not None and n < n_operands[iid]:
+                        self._operand_to_user(c, ov)  # type: ignore[arg-type]
+            elif cls is BufferConstraint:
+                v = values[c.buffer]  # type: ignore[attr-defined]
+                if v.is_array:
+                    if b2o[v.producer]:
+                        self._buffer_to_operands(c, v)  # type: ignore[arg-type]
+                    # The producer's layout is offered to every consumer (PropagateBufferConstraintToUses).
+                    layout, prio, parent = c.layout, c.priority, c.origin
+                    for slot in consumers[v.buffer]:
+                        if slot not in oc:  # a non-mandatory demand never replaces one
+                            set_operand(layout, slot[0], slot[1], False, True, prio,
+                                        ("producer-layout", slot[0], parent))
+                    back = back_edges.get(v.buffer)
+                    if back:
+                        for param_value, caller in back:
+                            set_buffer(layout, param_value, False, True, self.current_priority,
+                                       ("while-back-edge", caller, parent))
             else:
                 assert isinstance(c, ResultConstraint)
                 self._propagate_result(c)
-            if self.added or self.trace is not None:
+            if tracing:
                 self._drain(work, c)
+            elif added:
+                for x in added:
+                    if x.dfs:
+                        work.appendleft(x)
+                    else:
+                        work.append(x)
+                added.clear()
 
     def _drain(self, work: deque[Constraint], popped: Constraint | None) -> None:
         if self.trace is not None and popped is not None:
@@ -511,14 +589,6 @@ class Engine:
     # Each demand is checked against the slot it would change before it is
     # made: most are refused by XLA's overwrite rules, and a refused demand
     # costs a dict lookup instead of a call and a provenance record.
-    def _propagate_buffer(self, c: BufferConstraint) -> None:
-        v = self.g.values[c.buffer]
-        if not v.is_array:
-            return
-        if self.b2o[v.producer]:
-            self._buffer_to_operands(c, v)
-        self._buffer_to_uses(c, v)
-
     def _buffer_to_operands(self, c: BufferConstraint, v: Value) -> None:
         iid = v.producer
         rule = self.rules[iid]
@@ -554,29 +624,10 @@ class Engine:
                     self.set_operand_layout(lay, iid, n, rule.always_backward, self.dfs_of[iid], prio,
                                             (name, iid, c.origin))
 
-    def _buffer_to_uses(self, c: BufferConstraint, v: Value) -> None:
-        layout, prio, parent = c.layout, c.priority, c.origin
-        oc = self.oc
-        for user, n in self.consumers[v.buffer]:
-            if (user, n) in oc:
-                continue  # a non-mandatory demand never replaces an operand constraint
-            self.set_operand_layout(layout, user, n, False, True, prio, ("producer-layout", user, parent))
-        # While back edge: the body's result nudges the body parameter it feeds.
-        back = self.back_edges.get(v.buffer)
-        if back:
-            for param_value, caller in back:
-                self.set_buffer_layout(layout, param_value, False, True, self.current_priority,
-                                       ("while-back-edge", caller, parent))
-
-    def _propagate_operand(self, c: OperandConstraint) -> None:
+    def _operand_to_user(self, c: OperandConstraint, ov: Value) -> None:
+        """What an operand's layout derives inside its user (not a root, not a capture)."""
         iid = c.instr
-        ov = self.op_values[iid][c.operand]
-        if not ov.is_array or ov.rank <= 1:
-            return
-        self._use_to_defs(ov, c.layout, c.priority, c)
         step = self.o2r[iid]
-        if step is None or c.operand >= self.n_operands[iid]:
-            return  # root and implicit captures: nothing to derive inside the user
         g = self.g
         ins = g.instrs[iid]
         rule = self.rules[iid]
@@ -1043,21 +1094,22 @@ class Engine:
     def _assign(self, rounds: int, computed: int) -> Assignment:
         g = self.g
         layouts: list[L.Layout | None] = [None] * len(g.values)
+        bc = self.bc
         for v in g.values:
             if v.is_array:
-                c = self.bc.get(v.buffer)
+                c = bc.get(v.buffer)
                 if c is None:
                     raise PassError(f"internal: no layout was assigned to value {v.id}",
                                     g.instrs[v.producer].loc)
                 layouts[v.id] = c.layout
         copies: list[CopyEdge] = []
+        op_values, n_operands = self.op_values, self.n_operands
         for (iid, n), c in self.oc.items():
-            ins = g.instrs[iid]
-            if n >= len(ins.operands):
+            if n >= n_operands[iid]:
                 continue  # implicit captures are settled below
-            ov = self._operand(ins, n)
+            ov = op_values[iid][n]
             have = layouts[ov.id]
-            if ov.is_array and have is not None and have != c.layout and ov.rank > 0:
+            if have is not None and have != c.layout and ov.rank > 0 and ov.is_array:
                 copies.append(CopyEdge(ov.id, have, c.layout, iid, n, c))
         # Implicit captures must match the region parameter they stand for.
         shared = self._shared_branch_operands()
@@ -1065,6 +1117,8 @@ class Engine:
         # the layout uses see, where it differs from the parameter's own.
         effective: dict[int, L.Layout | None] = {}
         for ins in g.instrs:  # outer region ops come before the ones nested in them
+            if not ins.captures:
+                continue
             base = len(ins.operands)
             for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
                 ov = g.values[ins.captures[k]]

@@ -92,23 +92,35 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list
 
 
 def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
+    values, layouts, ops = g.values, a.layouts, h.ops
+    # Reducer and comparator bodies work on scalars and have no layout to
+    # choose; annotating them would also stop the printer from using their
+    # compact form, which it does by dropping attributes.
+    skip = [c.kind == "apply" for c in g.comps]
+    # A large module has a few hundred distinct (shape, layout) pairs.
+    shapes: dict[tuple, ir.Attribute] = {}
     for ins in g.instrs:
-        op = h.ops[ins.id]
-        if op is None or ins.op == "root" or not ins.results:
+        op = ops[ins.id]
+        results = ins.results
+        if op is None or not results or skip[ins.comp] or ins.op == "root":
             continue
-        if g.comps[ins.comp].kind == "apply":
-            # Reducer and comparator bodies work on scalars and have no layout
-            # to choose; annotating them would also stop the printer from
-            # using their compact form, which it does by dropping attributes.
-            continue
-        vals = [g.values[r] for r in ins.results]
+        if len(results) == 1:
+            v = values[results[0]]
+            if v.kind == ARRAY:
+                lay = layouts[v.id]
+                key = (v.element, v.dims, lay)
+                text = shapes.get(key)
+                if text is None:
+                    text = shapes[key] = cache.string(shape_text(v, lay))
+                attrs = op.attributes
+                attrs["xla_shape"] = text
+                attrs["result_layout"] = cache.layout(lay or ())
+                continue
+        vals = [values[r] for r in results]
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
-        texts = [shape_text(v, a.layouts[v.id], g, a.layouts) for v in vals]
-        attrs = op.attributes
-        attrs["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
-        if len(vals) == 1 and vals[0].kind == ARRAY:
-            attrs["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
+        texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
+        op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
 
 
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:

@@ -165,8 +165,10 @@ class XlaCpuTarget(Target):
                 continue
             if engine.rules[iid].tuple_operand:
                 continue  # the operands are one HLO tuple, not arrays
+            # Rank-0 operands have nothing to choose; forwarded ones are the result.
+            forwarded = len(ins.results) if engine.forwarding[iid] else 0
             operands = [(n, L.default_layout(ov.rank)) for n, ov in enumerate(engine.op_values[iid][:len(ins.operands)])
-                        if ov.is_array and not engine.forwards_operand(iid, n)]
+                        if ov.rank and n >= forwarded and ov.is_array]
             if operands:
                 plan.append((iid, ("catch-all", None, operands)))
         plans[comp] = plan  # type: ignore[index]
@@ -175,15 +177,11 @@ class XlaCpuTarget(Target):
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         g = engine.g
         prio = engine.current_priority
-        oc = engine.oc
         for iid, step in self._plan(engine, comp):
             kind = step[0]
             if kind == "catch-all":
                 # Every operand nothing constrained yet is read row-major.
-                for n, lay in step[2]:
-                    if (iid, n) not in oc:
-                        engine.set_operand_layout(lay, iid, n, True, True, prio, (
-                            "target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
+                engine.demand_operands(iid, step[2], prio, ("target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
             elif kind == "row-major":
                 _, why, results, operands = step
                 engine.set_instruction_layout(results, iid, True, prio, why)
