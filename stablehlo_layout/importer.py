@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo
+from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers only
 
 from . import graph as _graph
 from . import layout as L

@@ -22,7 +22,10 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, mhlo, mpmd, sdy, stablehlo
+# The dialects' native registration hooks, not their Python op modules: the
+# generated op classes cost ~80 ms to import and nothing here builds ops
+# through them.
+from jaxlib.mlir._mlir_libs import _chlo, _mlirHlo, _sdy, _sdyMpmd, _stablehlo
 
 from .errors import InputError
 
@@ -72,11 +75,11 @@ def make_context() -> ir.Context:
     ctx.append_dialect_registry(registry)
     ctx.load_all_available_dialects()
     for register in (
-        sdy.register_dialect,
-        mpmd.register_dialect,
-        mhlo.register_mhlo_dialect,
-        chlo.register_dialect,
-        stablehlo.register_dialect,
+        _sdy.register_dialect,
+        _sdyMpmd.register_dialect,
+        _mlirHlo.register_mhlo_dialect,
+        _chlo.register_dialect,
+        _stablehlo.register_dialect,
     ):
         register(ctx)
     # Modules may carry custom or vendor ops; they must still load (the pass
@@ -341,7 +344,7 @@ def _deserialize_portable_artifact(data: bytes, path: str, ctx: ir.Context) -> i
     # ops; StableHLO's deserializer upgrades them to `stablehlo`.
     with _collected_errors(ctx) as collected:
         try:
-            return stablehlo.deserialize_portable_artifact(ctx, data)
+            return _stablehlo.deserialize_portable_artifact(ctx, data)
         except (ValueError, ir.MLIRError) as error:
             raise _input_error(
                 path,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from importlib import metadata
 
 from ..errors import PassError
 from .base import Target
@@ -31,6 +30,8 @@ def get_target(name: str) -> tuple[Target, str | None]:
     path, sep, cls_name = name.rpartition(":")
     if sep and path.endswith(".py"):
         return _instantiate(_class_from_file(name, path, cls_name), name), None
+    from importlib import metadata  # ~30 ms: only for names that are not built in
+
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
             try:
