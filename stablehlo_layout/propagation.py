@@ -98,6 +98,9 @@ class Assignment:
     entry_mode: str
     trace: list[TraceEvent] | None = None
     notes: list[str] = field(default_factory=list)
+    # The entry layouts the input gave; None where it left the layout open.
+    given_params: list[L.Layout | None] = field(default_factory=list)
+    given_results: list[L.Layout | None] = field(default_factory=list)
 
 
 class Engine:
@@ -904,7 +907,8 @@ class Engine:
             else:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
-                          entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace)
+                          entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
+                          given_params=list(self.given_params), given_results=list(self.given_results))
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:
