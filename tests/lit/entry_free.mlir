@@ -10,7 +10,8 @@
 //   only a soft use demand during propagation, enforced by a root copy, and
 //   only when *every* result leaf has a layout (here all results are
 //   annotated, so in both runs the entry result layout is fully set).
-// - Unset leaves get the propagated layout written back.
+// - Unset leaves get the propagated layout written back, marked
+//   stablehlo_layout.chosen so that a rerun leaves them open again.
 //
 // Each transpose's result is pinned {1,0}, so its operand is asked for the
 // bitcast layout {0,1} (§5.1):
