@@ -469,11 +469,11 @@ class _Importer:
         arg_attrs = _attr_dicts(f, "arg_attrs", len(params))
         res_attrs = _attr_dicts(f, "res_attrs", len(results))
         g.entry_param_modes = [
-            _mode(a.get("mhlo.layout_mode"), module_params, i, v, where, f"parameter {i}")
+            _mode(_requested(a), module_params, i, v, where, f"parameter {i}")
             for i, (a, v) in enumerate(zip(arg_attrs, params))
         ]
         g.entry_result_modes = [
-            _mode(a.get("mhlo.layout_mode"), module_result, i, v, where, f"result {i}")
+            _mode(_requested(a), module_result, i, v, where, f"result {i}")
             for i, (a, v) in enumerate(zip(res_attrs, results))
         ]
         for i, a in enumerate(arg_attrs):
@@ -515,6 +515,13 @@ COPY_NAME_PREFIX = "layout_copy("
 # A unit attribute on every copy this pass inserts: it survives printing
 # without locations, so a later run can recognise its own copies.
 COPY_MARK = "stablehlo_layout.inserted"
+# A unit attribute next to an entry ``mhlo.layout_mode`` the pass chose where the
+# input left the layout open ("auto", or nothing with free entry layouts).  A
+# later run treats that layout as open again, as XLA's pass restores the entry
+# layout it was given before a re-run.  Read as a pin, it would start propagation
+# from the other end, where ties between equally good layouts (size-1 dimensions,
+# which demand reaches an operand first) can fall the other way.
+CHOSEN_MARK = "stablehlo_layout.chosen"
 
 
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
@@ -585,7 +592,16 @@ def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
             if name in d:
                 a = d[name]
                 out[i][name] = ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else str(ir.IntegerAttr(a).value)
+        if CHOSEN_MARK in d:
+            out[i][CHOSEN_MARK] = ""
     return out
+
+
+def _requested(attrs: dict[str, str]) -> str | None:
+    """The ``mhlo.layout_mode`` an entry leaf asks for; one this pass chose is still open."""
+    if CHOSEN_MARK in attrs:
+        return "auto"
+    return attrs.get("mhlo.layout_mode")
 
 
 def _module_aliases(module: ir.Operation, n_results: int) -> list[tuple[int, int]]:

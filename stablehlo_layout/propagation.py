@@ -103,6 +103,9 @@ class Assignment:
     rounds_computed: int = 0
     # Exact runs carry provenance facts (explain, trace); fast runs do not.
     exact: bool = False
+    # The entry layouts the input gave; None where it left the layout open.
+    given_params: list[L.Layout | None] = field(default_factory=list)
+    given_results: list[L.Layout | None] = field(default_factory=list)
 
 
 class Engine:
@@ -1168,7 +1171,8 @@ class Engine:
                 entry_results.append(layouts[vid])
         return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
-                          rounds_computed=computed, exact=self.exact)
+                          rounds_computed=computed, exact=self.exact,
+                          given_params=list(self.given_params), given_results=list(self.given_results))
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:

@@ -15,7 +15,7 @@ from jaxlib.mlir import ir
 
 from . import layout as L
 from .graph import ARRAY, TOKEN, Graph, Value
-from .importer import COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
+from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
 
 
@@ -327,8 +327,8 @@ def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cach
     comp = g.comps[g.entry]
     params = [g.values[g.instrs[p].results[0]] for p in comp.params]
     results = [g.values[v] for v in g.instrs[comp.root].operands]
-    f.attributes["arg_attrs"] = _with_layout_modes(f, "arg_attrs", params, a.entry_params, cache)
-    f.attributes["res_attrs"] = _with_layout_modes(f, "res_attrs", results, a.entry_results, cache)
+    f.attributes["arg_attrs"] = _with_layout_modes(f, "arg_attrs", params, a.entry_params, a.given_params, cache)
+    f.attributes["res_attrs"] = _with_layout_modes(f, "res_attrs", results, a.entry_results, a.given_results, cache)
     mod = module.attributes
     mod["mhlo.xla_entry_computation_parameter_layouts"] = ir.ArrayAttr.get(
         [cache.layout(lay if v.kind == ARRAY and lay is not None else ()) for v, lay in zip(params, a.entry_params)])
@@ -338,7 +338,7 @@ def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cach
 
 
 def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: list[L.Layout | None],
-                       cache: _Attrs) -> ir.Attribute:
+                       given: list[L.Layout | None], cache: _Attrs) -> ir.Attribute:
     existing = list(ir.ArrayAttr(f.attributes[key])) if key in f.attributes else []
     out = []
     for i, v in enumerate(values):
@@ -348,8 +348,11 @@ def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: 
             for k in range(len(d)):
                 named = d[k]
                 entries[named.name] = named.attr
+        entries.pop(CHOSEN_MARK, None)  # an earlier run's mark: this run decides afresh
         lay = layouts[i] if i < len(layouts) else None
         if v.kind == ARRAY and lay is not None:
             entries["mhlo.layout_mode"] = cache.string(L.format_layout(lay))
+            if i < len(given) and given[i] is None:
+                entries[CHOSEN_MARK] = cache.unit()
         out.append(ir.DictAttr.get(entries))
     return ir.ArrayAttr.get(out)

@@ -12,7 +12,8 @@ contract      every op with ranked-tensor results carries ``xla_shape`` (and
 determinism   two runs from the same text print byte-identical modules;
 idempotence   running the pass on its own output adds no ``mhlo.copy`` and
               changes no layout attribute (it then sees the ``mhlo.layout_mode``
-              pins it wrote itself: the intended fixed point);
+              pins it wrote itself, those it chose marked ``stablehlo_layout.chosen``:
+              the intended fixed point);
 useless-copy  every ``mhlo.copy`` joins values whose layouts differ (the copy's
               ``xla_shape`` against its operand's producer / entry parameter);
 missing-copy  every edge whose producer and consumer layouts must agree does:

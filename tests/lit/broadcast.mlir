@@ -20,11 +20,11 @@
 //   operand {1,0}.
 
 // CHECK-LABEL: func.func public @main(
-// CHECK-SAME:    %arg0: tensor<4x3xf32> {mhlo.layout_mode = "{0,1}"}
+// CHECK-SAME:    %arg0: tensor<4x3xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // CHECK-SAME:    %arg1: tensor<4x3xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    %arg2: tensor<f32> {mhlo.layout_mode = "{}"}
 // CHECK-SAME:    %arg3: tensor<3xf32> {mhlo.layout_mode = "{0}"}
-// CHECK-SAME:    %arg4: tensor<2x3xf32> {mhlo.layout_mode = "{1,0}"}
+// CHECK-SAME:    %arg4: tensor<2x3xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}
 // CHECK-NEXT:    %[[C:.+]] = mhlo.copy %arg1
 // CHECK-SAME:      result_layout = dense<[0, 1]> : tensor<2xindex>
 // CHECK-SAME:      xla_shape = "f32[4,3]{0,1}"

@@ -34,8 +34,8 @@
 
 // CPU:       module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>], mhlo.xla_entry_computation_result_layout = {{\[\[}}dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>]]}
 // CPU-LABEL: func.func public @main(
-// CPU-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 0 : i32}
-// CPU-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 1 : i32}
+// CPU-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen, tf.aliasing_output = 0 : i32}
+// CPU-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen, tf.aliasing_output = 1 : i32}
 // CPU-SAME:    -> (tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"})
 // CPU-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // CPU-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
@@ -47,8 +47,8 @@
 
 // GEN:       module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>], mhlo.xla_entry_computation_result_layout = {{\[\[}}dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]]}
 // GEN-LABEL: func.func public @main(
-// GEN-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", tf.aliasing_output = 0 : i32}
-// GEN-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{1,0}", tf.aliasing_output = 1 : i32}
+// GEN-SAME:    %arg0: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen, tf.aliasing_output = 0 : i32}
+// GEN-SAME:    %arg1: tensor<4x4xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen, tf.aliasing_output = 1 : i32}
 // GEN-SAME:    -> (tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x4xf32> {mhlo.layout_mode = "{1,0}"})
 // GEN-DAG:     %[[X:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{1,0}"}
 // GEN-DAG:     %[[Z:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,4]{0,1}"}

@@ -17,7 +17,7 @@
 
 // CHECK:       module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>], mhlo.xla_entry_computation_result_layout = [dense<[0, 1]> : tensor<2xindex>]}
 // CHECK-LABEL: func.func public @main(
-// CHECK-SAME:    %arg0: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}", tf.aliasing_output = 0 : i32}
+// CHECK-SAME:    %arg0: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen, tf.aliasing_output = 0 : i32}
 // CHECK-SAME:    %arg1: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    -> (tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"})
 // CHECK-NEXT:    %[[S:.+]] = stablehlo.add %arg0, %arg1

@@ -16,7 +16,7 @@
 // CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg1: tensor<6xf32> {mhlo.layout_mode = "{0}"}
 // CHECK-SAME:    %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    -> (tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"})
+// CHECK-SAME:    -> (tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}, tensor<4x6xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen})
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[E:.+]] = chlo.erf %arg0
 // CHECK-SAME:      result_layout = dense<[0, 1]> : tensor<2xindex>

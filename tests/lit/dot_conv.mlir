@@ -23,8 +23,8 @@
 // CHECK-SAME:    %arg3: tensor<2x8x5xf32> {mhlo.layout_mode = "{2,1,0}"}
 // CHECK-SAME:    %arg4: tensor<1x8x8x3xf32> {mhlo.layout_mode = "{0,1,2,3}"}
 // CHECK-SAME:    %arg5: tensor<3x3x3x4xf32> {mhlo.layout_mode = "{3,2,1,0}"}
-// CHECK-SAME:    %arg6: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    %arg7: tensor<8x5xf32> {mhlo.layout_mode = "{1,0}"}
+// CHECK-SAME:    %arg6: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg7: tensor<8x5xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}
 // CHECK-SAME:    -> (tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"}, tensor<2x4x5xf32> {mhlo.layout_mode = "{2,1,0}"}, tensor<1x6x6x4xf32> {mhlo.layout_mode = "{3,2,1,0}"}, tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"})
 // CHECK-NOT:     mhlo.copy
 // CHECK:         stablehlo.dot_general %arg0, %arg1

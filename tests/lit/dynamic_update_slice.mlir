@@ -17,7 +17,7 @@
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<8x6xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg1: tensor<2x3xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    -> (tensor<8x6xf32> {mhlo.layout_mode = "{0,1}"})
+// CHECK-SAME:    -> (tensor<8x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen})
 // CHECK-NEXT:    %[[CU:.+]] = mhlo.copy %arg1
 // CHECK-SAME:      result_layout = dense<[0, 1]> : tensor<2xindex>
 // CHECK-SAME:      xla_shape = "f32[2,3]{0,1}"

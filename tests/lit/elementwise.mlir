@@ -40,7 +40,7 @@
 // CHECK-SAME:    %arg4: tensor<f32> {mhlo.layout_mode = "{}"}
 // CHECK-SAME:    %arg5: tensor<4x3xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg6: tensor<4x3xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    -> (tensor<4x3xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x3xf64> {mhlo.layout_mode = "{0,1}"}, tensor<4x3xf32> {mhlo.layout_mode = "{1,0}"})
+// CHECK-SAME:    -> (tensor<4x3xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<4x3xf64> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}, tensor<4x3xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen})
 // Exactly two copies: %arg0 and %arg5 relaid out to {1,0} (at the block start).
 // CHECK-DAG:     %[[C:.+]] = mhlo.copy %arg0 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,3]{1,0}"}
 // CHECK-DAG:     %[[C5:.+]] = mhlo.copy %arg5 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,3]{1,0}"}

@@ -10,7 +10,8 @@
 //   only a soft use demand during propagation, enforced by a root copy, and
 //   only when *every* result leaf has a layout (here all results are
 //   annotated, so in both runs the entry result layout is fully set).
-// - Unset leaves get the propagated layout written back.
+// - Unset leaves get the propagated layout written back, marked
+//   stablehlo_layout.chosen so that a rerun leaves them open again.
 //
 // Each transpose's result is pinned {1,0}, so its operand is asked for the
 // bitcast layout {0,1} (§5.1):
@@ -27,7 +28,7 @@
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
+// CHECK-SAME:    %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // CHECK-SAME:    %arg3: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    -> (tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"})
 // CHECK-DAG:     %[[CA:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}
@@ -42,9 +43,9 @@
 // FREE:        module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]
 // FREE-SAME:     mhlo.xla_entry_computation_result_layout = {{\[}}[dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>]]
 // FREE-LABEL:  func.func public @main(
-// FREE-SAME:     %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
+// FREE-SAME:     %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // FREE-SAME:     %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// FREE-SAME:     %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
+// FREE-SAME:     %arg2: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // FREE-SAME:     %arg3: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
 // FREE-SAME:     -> (tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"})
 // FREE-DAG:      %[[CB:.+]] = mhlo.copy %arg1 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}

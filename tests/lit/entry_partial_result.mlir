@@ -21,8 +21,8 @@
 // CHECK-SAME:    mhlo.xla_entry_computation_result_layout = {{\[}}[dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>]]
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    -> (tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{0,1}"})
+// CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}
+// CHECK-SAME:    -> (tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}, tensor<6x4xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen})
 // CHECK-NOT:     mhlo.copy
 // CHECK:         %[[T:.+]] = stablehlo.transpose %arg1, dims = [1, 0]
 // CHECK-SAME:      xla_shape = "f32[6,4]{0,1}"

@@ -24,7 +24,7 @@
 // CHECK-SAME:    %arg1: tensor<2x3x4x5xf32> {mhlo.layout_mode = "{0,1,2,3}"}
 // CHECK-SAME:    %arg2: tensor<2x3x4xf32> {mhlo.layout_mode = "{0,1,2}"}
 // CHECK-SAME:    %arg3: tensor<2x3x4xi32> {mhlo.layout_mode = "{2,1,0}"}
-// CHECK-SAME:    -> (tensor<2x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<2x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<2x3xf32> {mhlo.layout_mode = "{1,0}"}, tensor<2x3xi32> {mhlo.layout_mode = "{1,0}"})
+// CHECK-SAME:    -> (tensor<2x4xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<2x4xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<2x3xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<2x3xi32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen})
 // CHECK-NEXT:    %[[C:.+]] = mhlo.copy %arg2
 // CHECK-SAME:      result_layout = dense<[2, 1, 0]> : tensor<3xindex>
 // CHECK-SAME:      xla_shape = "f32[2,3,4]{2,1,0}"

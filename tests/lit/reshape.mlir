@@ -27,7 +27,7 @@
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
 // CHECK-SAME:    %arg3: tensor<4x6xf32> {mhlo.layout_mode = "{1,0}"}
-// CHECK-SAME:    -> (tensor<4x2x3xf32> {mhlo.layout_mode = "{0,2,1}"}, tensor<24xf32> {mhlo.layout_mode = "{0}"}, tensor<2x12xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x1x6xf32> {mhlo.layout_mode = "{2,0,1}"}, tensor<4x1x6x1xf32> {mhlo.layout_mode = "{0,2,3,1}"})
+// CHECK-SAME:    -> (tensor<4x2x3xf32> {mhlo.layout_mode = "{0,2,1}", stablehlo_layout.chosen}, tensor<24xf32> {mhlo.layout_mode = "{0}", stablehlo_layout.chosen}, tensor<2x12xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<4x1x6xf32> {mhlo.layout_mode = "{2,0,1}", stablehlo_layout.chosen}, tensor<4x1x6x1xf32> {mhlo.layout_mode = "{0,2,3,1}", stablehlo_layout.chosen})
 // CHECK-NOT:     mhlo.copy
 // CHECK:         stablehlo.reshape %arg0
 // CHECK-SAME:      result_layout = dense<[0, 2, 1]> : tensor<3xindex>

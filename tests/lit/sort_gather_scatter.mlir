@@ -21,7 +21,7 @@
 //   even though {1,0} and {0,1} of a [2,1] array are the same bytes (§13.2).
 
 // CHECK-LABEL: func.func public @main(
-// CHECK-SAME:    -> (tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"}, tensor<4x5xf32> {mhlo.layout_mode = "{1,0}"}, tensor<4x5xi32> {mhlo.layout_mode = "{1,0}"}, tensor<3x4xf32> {mhlo.layout_mode = "{1,0}"}, tensor<5x4xi32> {mhlo.layout_mode = "{0,1}"})
+// CHECK-SAME:    -> (tensor<4x5xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}, tensor<4x5xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<4x5xi32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<3x4xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<5x4xi32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen})
 // CHECK-DAG:     %[[CK:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,5]{1,0}"}
 // CHECK-DAG:     %[[CI:.+]] = mhlo.copy %arg6 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "s32[2,1]{0,1}"}
 // CHECK-NOT:     mhlo.copy

@@ -27,9 +27,9 @@
 // CHECK-SAME:    %arg0: tensor<4x8xf32> {mhlo.layout_mode = "{1,0}"}
 // CHECK-SAME:    %arg1: tensor<2x3x4xf32> {mhlo.layout_mode = "{2,1,0}"}
 // CHECK-SAME:    %arg2: tensor<2x3x4x5xf32> {mhlo.layout_mode = "{3,2,1,0}"}
-// CHECK-SAME:    %arg3: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}"}
-// CHECK-SAME:    %arg4: tensor<2x3x4xf32> {mhlo.layout_mode = "{0,2,1}"}
-// CHECK-SAME:    %arg5: tensor<2x3x4x5xf32> {mhlo.layout_mode = "{2,1,3,0}"}
+// CHECK-SAME:    %arg3: tensor<4x8xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg4: tensor<2x3x4xf32> {mhlo.layout_mode = "{0,2,1}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg5: tensor<2x3x4x5xf32> {mhlo.layout_mode = "{2,1,3,0}", stablehlo_layout.chosen}
 // The three pinned parameters are copied at the top of the body.
 // CHECK-DAG:     %[[C2:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,8]{0,1}"}
 // CHECK-DAG:     %[[C3:.+]] = mhlo.copy %arg1 {result_layout = dense<[1, 0, 2]> : tensor<3xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[2,3,4]{1,0,2}"}

@@ -26,8 +26,8 @@
 // The parameters follow their negate and are written back as "{0,1}".
 
 // CHECK-LABEL: func.func public @main(
-// CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
-// CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}"}
+// CHECK-SAME:    %arg0: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg1: tensor<4x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // CHECK-NEXT:    %[[V1:.+]] = stablehlo.negate %arg0
 // CHECK-SAME:      xla_shape = "f32[4,6]{0,1}"
 // CHECK-NEXT:    %[[C1:.+]] = mhlo.copy %[[V1]]

@@ -12,9 +12,9 @@
 // reduce_scatter dim 2 of [4,8,4]: {2,1,0} -> {1,0,2}.
 // all_to_all split dim 1 of [32,4,4]: {2,1,0} -> {2,0,1}.
 // CHECK-LABEL: func.func public @main
-// CHECK-SAME:    %arg0: tensor<8x16xf32> {mhlo.layout_mode = "{0,1}"}
-// CHECK-SAME:    %arg1: tensor<4x8x16xf32> {mhlo.layout_mode = "{1,0,2}"}
-// CHECK-SAME:    %arg2: tensor<8x16x4xf32> {mhlo.layout_mode = "{2,0,1}"}
+// CHECK-SAME:    %arg0: tensor<8x16xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg1: tensor<4x8x16xf32> {mhlo.layout_mode = "{1,0,2}", stablehlo_layout.chosen}
+// CHECK-SAME:    %arg2: tensor<8x16x4xf32> {mhlo.layout_mode = "{2,0,1}", stablehlo_layout.chosen}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         "stablehlo.all_gather"(%arg0)
 // CHECK-SAME:      xla_shape = "f32[8,64]{0,1}"

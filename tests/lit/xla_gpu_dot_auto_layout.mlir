@@ -11,7 +11,7 @@
 // {2,1,0}, and through the transpose the parameter gets {1,2,0}.  The
 // pinned lhs has no such chain and gets nothing.
 // CHECK-LABEL: func.func public @main
-// CHECK-SAME:    %arg1: tensor<40x20x50xf16> {mhlo.layout_mode = "{1,2,0}"}
+// CHECK-SAME:    %arg1: tensor<40x20x50xf16> {mhlo.layout_mode = "{1,2,0}", stablehlo_layout.chosen}
 // CHECK-NOT:     mhlo.copy
 // CHECK:         stablehlo.transpose %arg1
 // CHECK-SAME:      xla_shape = "f16[40,50,20]{2,1,0}"

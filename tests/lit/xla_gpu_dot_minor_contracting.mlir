@@ -24,8 +24,8 @@ func.func public @main(%a: tensor<32x64xi8>, %b: tensor<64x96xi8>) -> tensor<32x
 // the FP8 operands simply take the layouts: lhs {1,0}, rhs {0,1}, no copy;
 // the f32 result is row-major.
 // FP8-LABEL: func.func public @main
-// FP8-SAME:      %arg0: tensor<128x512xf8E4M3FN> {mhlo.layout_mode = "{1,0}"}
-// FP8-SAME:      %arg1: tensor<512x1024xf8E4M3FN> {mhlo.layout_mode = "{0,1}"}
+// FP8-SAME:      %arg0: tensor<128x512xf8E4M3FN> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}
+// FP8-SAME:      %arg1: tensor<512x1024xf8E4M3FN> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // FP8-NOT:     mhlo.copy
 // FP8:         stablehlo.dot_general %arg0, %arg1
 // FP8-SAME:      xla_shape = "f32[128,1024]{1,0}"

@@ -8,7 +8,7 @@
 // ragged dot, so the semantics check (tests/unit/test_lit_semantics.py)
 // skips this file.
 // CHECK-LABEL: func.func public @ragged_dot
-// CHECK-SAME:    %arg1: tensor<3x19x5x7xf32> {mhlo.layout_mode = "{3,2,1,0}"}
+// CHECK-SAME:    %arg1: tensor<3x19x5x7xf32> {mhlo.layout_mode = "{3,2,1,0}", stablehlo_layout.chosen}
 // CHECK:         %[[A:.+]] = mhlo.copy %arg0
 // CHECK-SAME:      xla_shape = "f32[19,11,5]{2,1,0}"
 // CHECK:         "chlo.ragged_dot"(%[[A]], %arg1, %arg2)

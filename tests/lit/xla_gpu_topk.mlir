@@ -29,7 +29,7 @@ func.func public @main(%x: tensor<2048x6xf32>) -> (tensor<6x8xf32>, tensor<6x8xi
 // results; on GPU they are {1,0}, and the parameter takes {0,1} so that the
 // transpose is a bitcast.
 // CHLO-LABEL: func.func public @main
-// CHLO-SAME:    %arg0: tensor<2048x6xf32> {mhlo.layout_mode = "{0,1}"}
+// CHLO-SAME:    %arg0: tensor<2048x6xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}
 // CHLO-NOT:     mhlo.copy
 // CHLO:         stablehlo.transpose %arg0
 // CHLO-SAME:      xla_shape = "f32[6,2048]{1,0}"

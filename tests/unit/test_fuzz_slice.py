@@ -7,7 +7,13 @@ included.  The full run is ``python -m tests.fuzz.run --count 5000 --seed 0 --jo
 Bugs the fuzzer found, each with a minimal reproducer below.  Fixed and kept as
 regression tests: B1 (an in-branch copy reading itself), B2/B3 (not idempotent at
 the copies a run inserted: a rerun now drops its own marked copies first, as
-XLA's pass does), B5 (copies of folded clones reported), B6 (reducer bodies are
+XLA's pass does), B4 (not idempotent where the input left an entry layout open,
+"auto" or ``--entry-layouts free``: the rerun read the layouts the first run had
+chosen as pins, so propagation started from the pinned end, where ties between
+equally good layouts -- size-1 dimensions, which demand reaches an operand first
+-- fall differently; chosen layouts are now marked ``stablehlo_layout.chosen``
+and a rerun leaves them open, as XLA's pass restores the entry layout it was
+given), B5 (copies of folded clones reported), B6 (reducer bodies are
 scalar and stay unannotated, so the printer's compact form loses nothing), B7 (a
 branch returning its captured value copied it twice), B8 (a copy placed in an
 inlined callee read the caller's value), B10 (a chain of uncalled private
@@ -15,12 +21,8 @@ functions was flattened from the middle: the innermost lost its annotations), B9
 (a while body that swaps carried values recorded its root buffers, not the result
 it enforced, so the loop and its body disagreed).
 
-Still open (``xfail(strict=True)``; a fix makes the test XPASS and fail, so the
-marker must go):
-
-B4  With "auto" / ``--entry-layouts free`` entry layouts, the second run (which
-    sees the pins the first wrote) picks other layouts for values with size-1
-    dimensions, and sometimes adds a copy.
+Still open: none.  A bug found and not yet fixed gets an ``xfail(strict=True)``
+test; a fix makes it XPASS and fail, so the marker must go.
 """
 
 from __future__ import annotations
@@ -220,20 +222,31 @@ func.func public @main(%x: tensor<4x2x4x1xf32>, %i: tensor<i32>, %u: tensor<bf16
 """
 
 
-@pytest.mark.xfail(strict=True, reason="B4: an 'auto' parameter pinned by the first run changes the second run's layouts")
 def test_b4_idempotent_with_auto_parameter():
     once, _ = _assign(B4_AUTO_PARAM)
+    # Only the layout the input left open is marked as chosen.
+    assert once.count("stablehlo_layout.chosen") == 1
+    assert '%arg1: tensor<3x10xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}' in once
     twice, r2 = _assign(once)
     assert not r2.copies
     assert layout_signature(twice) == layout_signature(once)
+    assert twice == once
 
 
-@pytest.mark.xfail(strict=True, reason="B4: --entry-layouts free: the rerun on the pinned output adds a copy")
 def test_b4_idempotent_with_free_entry_layouts():
     once, r1 = _assign(B4_FREE_MODE, mode="free")
     assert not r1.copies
     twice, r2 = _assign(once, mode="free")
     assert not r2.copies, [f"{c.name} {c.src}->{c.dst}" for c in r2.copies]
+    assert twice == once
+
+
+def test_b4_a_chosen_layout_without_its_mark_is_a_pin():
+    """The mark is what keeps a chosen layout open: without it the layout binds."""
+    once, _ = _assign(B4_FREE_MODE, mode="free")
+    pinned, r = _assign(once.replace(", stablehlo_layout.chosen", ""), mode="free")
+    assert "stablehlo_layout.chosen" not in pinned
+    assert len(r.copies) == 1  # the pinned result reaches the reshape first: {2,1,0,3}
 
 
 B5_TWO_CALL_SITES = """\
