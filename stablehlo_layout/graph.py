@@ -63,9 +63,11 @@ class Instruction:
     results: list[int]
     attrs: dict[str, Any]
     where: Any  # human location text, or a location object formatted on first read
-    callees: list[int] = field(default_factory=list)  # computations this op calls
-    # Operands beyond the op's own: outer values a region reads implicitly.
-    captures: list[int] = field(default_factory=list)
+    # Computations this op calls, and operands beyond the op's own (outer
+    # values a region reads implicitly).  Most ops have neither: they share
+    # one empty tuple, and the importer gives an op a list when it needs one.
+    callees: list[int] | tuple[()] = ()
+    captures: list[int] | tuple[()] = ()
     scope: str = ""  # the function whose MLIR body holds this op
 
     @property

@@ -260,7 +260,9 @@ class _Importer:
         outer = vid if self.value_comp[vid] == parent else self._capture(vid, parent)
         c = self.g.comps[comp]
         caller = self.g.instrs[c.caller]  # type: ignore[index]
-        caller.captures.append(outer)
+        if not caller.captures:
+            caller.captures = []
+        caller.captures.append(outer)  # type: ignore[union-attr]
         caller.attrs.setdefault("capture_params", []).append((comp, len(c.params)))
         operand_no = len(caller.operands) + len(caller.captures) - 1
         self.g.values[outer].uses.append((caller.id, operand_no))
@@ -386,7 +388,9 @@ class _Importer:
                         continue
                     kind = ("branch" if kinds is None else kinds[k]) if kinds != () else "apply"
                     child = self._new_comp(f"{comp.name}.{name.split('.')[-1]}{ins.id}.{kind}{k}", kind, ins.id, cid)
-                    ins.callees.append(child)
+                    if not ins.callees:
+                        ins.callees = []
+                    ins.callees.append(child)  # type: ignore[union-attr]
                     self._walk_region(region, child)
             results = ins.results
             for r, res in enumerate(op.results):
@@ -451,7 +455,7 @@ class _Importer:
                 callee = self.g.func_by_name.get(ins.attrs["callee"])
                 if callee is None:
                     raise PassError(f"call to unknown function @{ins.attrs['callee']}", ins.loc)
-                ins.callees.append(callee)
+                ins.callees = [callee]
                 self.g.comps[callee].callers.append(ins.id)
 
     def _read_entry_signature(self) -> None:

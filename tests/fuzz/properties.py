@@ -10,6 +10,9 @@ contract      every op with ranked-tensor results carries ``xla_shape`` (and
               entry function carries a permutation ``mhlo.layout_mode`` on every
               array parameter and result, and pinned entry layouts are kept;
 determinism   two runs from the same text print byte-identical modules;
+exact         a run in exact mode (every round, every computation through the
+              worklist, provenance kept: what explain and trace use) prints the
+              same module as the default fast run;
 idempotence   running the pass on its own output adds no ``mhlo.copy`` and
               changes no layout attribute (it then sees the ``mhlo.layout_mode``
               pins it wrote itself, those it chose marked ``stablehlo_layout.chosen``:
@@ -139,9 +142,9 @@ def fresh_context() -> None:
     _CTX[0] = None
 
 
-def run_pass(text: str, target: str, mode: str):
+def run_pass(text: str, target: str, mode: str, exact: bool = False):
     m = mlir.load(text.encode(), "fuzz.mlir", context())
-    r = assign_module(m, target, mode)
+    r = assign_module(m, target, mode, exact=exact)
     return mlir.print_module(m), r
 
 
@@ -484,6 +487,13 @@ def check_target(text: str, mode: str, target: str, pins, seed: int, execute: bo
             fails.append(Failure("determinism", target, _first_diff(out, out2)))
     except Exception as e:  # noqa: BLE001
         fails.append(Failure("determinism", target, "second run raised " + _short_exc(e)))
+    # the engine's shortcuts decide nothing
+    try:
+        out_exact, _ = run_pass(text, target, mode, exact=True)
+        if out_exact != out:
+            fails.append(Failure("exact", target, _first_diff(out, out_exact)))
+    except Exception as e:  # noqa: BLE001
+        fails.append(Failure("exact", target, "exact run raised " + _short_exc(e)))
     # idempotence
     try:
         # The pass drops the copies it inserted before and puts back those
