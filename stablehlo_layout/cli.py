@@ -62,13 +62,13 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_atomically(path: str, text: str) -> None:
+def _write_atomically(path: str, data: bytes) -> None:
     if os.path.exists(path) and not os.path.isfile(path):
         # A device or pipe (-o /dev/null, a FIFO): renaming over it would
         # replace it with a file, so write to it directly.
         try:
-            with open(path, "w") as f:
-                f.write(text)
+            with open(path, "wb") as f:
+                f.write(data)
         except OSError as e:
             raise InputError(path, f"cannot write output: {e.strerror or e}") from None
         return
@@ -78,8 +78,8 @@ def _write_atomically(path: str, text: str) -> None:
     except OSError as e:
         raise InputError(path, f"cannot write output: {e.strerror or e}") from None
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except OSError as e:
         os.unlink(tmp)
@@ -97,7 +97,8 @@ def _assign(args: argparse.Namespace) -> int:
     result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
-    _emit(args, mlir.print_module(module, debuginfo=args.mlir_print_debuginfo))
+    # assign_module verified its output: print without verifying it again.
+    _emit(args, mlir.module_text_bytes(module, debuginfo=args.mlir_print_debuginfo, verified=True))
     return 0
 
 
@@ -146,11 +147,14 @@ def _analysis(args: argparse.Namespace, trace: bool):
     return assignment
 
 
-def _emit(args: argparse.Namespace, text: str) -> None:
+def _emit(args: argparse.Namespace, text: str | bytes) -> None:
+    data = text.encode() if isinstance(text, str) else text
     if args.output == "-":
-        sys.stdout.write(text)
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
     else:
-        _write_atomically(args.output, text)
+        _write_atomically(args.output, data)
 
 
 def _explain(args: argparse.Namespace) -> int:

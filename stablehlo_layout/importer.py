@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import graph as _graph
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -352,6 +352,7 @@ class _Importer:
         comp = g.comps[cid]
         vid, value_comp, tensor_types = self.vid, self.value_comp, self.tensor_types
         handles, scope = self.h, self.scope
+        instrs, values = g.instrs, g.values
         ops = list(block.operations)
         last = len(ops) - 1
         for position, op in enumerate(ops):
@@ -377,8 +378,13 @@ class _Importer:
             rule, needs, tuple_kind = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            ins = g.add_instr(name, cid, operands, _extract(op, name) if needs else {}, op.location)
-            ins.scope = scope
+            # Graph.add_instr, written out: this runs once per op.
+            iid = len(instrs)
+            ins = Instruction(iid, name, cid, operands, [], _extract(op, name) if needs else {}, op.location,
+                              (), (), scope)
+            instrs.append(ins)
+            for n, v in enumerate(operands):
+                values[v].uses.append((iid, n))
             handles.ops.append(op.operation)
             comp.instrs.append(ins.id)
             if len(op.regions):
@@ -396,11 +402,12 @@ class _Importer:
             for r, res in enumerate(op.results):
                 known = tensor_types.get(res.type)
                 if known is not None:
-                    val = g.add_value(ARRAY, known[0], known[1], ins.id, r)
-                    vid[res] = val.id
+                    v = len(values)
+                    values.append(Value(v, ARRAY, known[0], known[1], iid, r, v, [], None, len(known[1]), True))
+                    vid[res] = v
                     handles.values.append(res)
                     value_comp.append(cid)
-                    results.append(val.id)
+                    results.append(v)
                 else:
                     results.append(self._new_value(res, res.type, ins.id, r, cid))
             # Tuples and get_tuple_element define no array buffers of their

@@ -99,6 +99,19 @@ def print_module(module: ir.Module, debuginfo: bool = False) -> str:
     )
 
 
+def module_text_bytes(module: ir.Module, debuginfo: bool = False, verified: bool = False) -> bytes:
+    """`print_module` as UTF-8 bytes, for writing out.
+
+    `verified` says the module was just verified: the printer then skips the
+    verification it otherwise runs first (to choose the generic form for a
+    broken module), which costs as much as the printing itself.
+    """
+    return module.operation.get_asm(
+        binary=True, enable_debug_info=debuginfo, print_generic_op_form=False,
+        assume_verified=verified,
+    )
+
+
 def to_bytecode(module: ir.Module) -> bytes:
     """The module as MLIR bytecode."""
     buffer = io.BytesIO()
