@@ -43,6 +43,9 @@ class Handles:
     # (value id, function name) -> the MLIR value that shows it in that
     # function, for values that cross an inlined call boundary.
     views: dict[tuple[int, str], ir.Value] = field(default_factory=dict)
+    # Every MLIR value that shows a graph value in a function: more than one
+    # when a call passes or returns the same value twice.
+    view_aliases: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
     call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
     inlined: set[str] = field(default_factory=set)
 
@@ -447,12 +450,14 @@ class _Importer:
         for arg, vid in zip(block.arguments, operands):
             self.vid[arg] = vid
             self.h.views.setdefault((vid, callee), arg)
+            self.h.view_aliases.setdefault((vid, callee), []).append(arg)
         found = self._walk_ops(block, cid)
         self.scope = caller_scope
         results = found[1] if found is not None else []
         for res, vid in zip(op.results, results):
             self.vid[res] = vid
             self.h.views.setdefault((vid, caller_scope), res)
+            self.h.view_aliases.setdefault((vid, caller_scope), []).append(res)
         self.h.call_results.append((op.operation, results))
         self.inlining.pop()
 

@@ -155,11 +155,6 @@ class Engine:
         self.forwarding = [r.forwards for r in self.rules]
         self.dfs_of = [dfs_for(graph, ins, r) if on and ins.op not in ("parameter", "root") else False
                        for ins, r, on in zip(graph.instrs, self.rules, self.active)]
-        self.aliases: dict[int, list[Value]] = {}
-        active = self.active
-        for v in values:
-            if v.is_array and active[v.producer]:
-                self.aliases.setdefault(v.buffer, []).append(v)
         self.tshape = self._tuple_shapes()
         self._precompute_edges()
         self.comp_order = self._computation_order()
@@ -295,7 +290,8 @@ class Engine:
         self.n_operands: list[int] = []
         self.alias_pairs: list = []
         self.variadic_reduce: list[bool] = []
-        self.own_buffers: list[list[int]] = []  # own array buffers among the result leaves
+        self.own_buffers: list[list[Value]] = []  # own array buffers among the result leaves
+        self.to_siblings = [r.to_siblings for r in self.rules]
         self.array_operands: list[list[tuple[int, Value]]] = []  # operands that can carry a choice
         # What a buffer constraint asks of the producer's operands: nothing for
         # parameters, roots, ops whose results are all scalars or vectors, and
@@ -323,7 +319,7 @@ class Engine:
             self.alias_pairs.append(ins.attrs.get("aliases", ()) if ins.attrs else ())
             self.variadic_reduce.append(len(lv) > 1 and rule.hlo == "reduce")
             lvs = [values[r] for r in lv]
-            self.own_buffers.append([r.id for r in lvs if r.is_array and r.buffer == r.id])
+            self.own_buffers.append([r for r in lvs if r.is_array and r.buffer == r.id])
             arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
                       if ov.rank > 1 and ov.is_array]
             self.array_operands.append(arrays)
@@ -347,16 +343,18 @@ class Engine:
         # to, and the while-body parameters its value feeds back into.
         is_root = [ins.op == "root" for ins in instrs]
         forwarding, n_results = self.forwarding, self.n_results
+        # A buffer's uses are those of every value that aliases it, in value order.
         self.consumers: dict[int, list[tuple[int, int]]] = {}
-        for buf, aliases in self.aliases.items():
-            slots = []
-            for alias in aliases:
-                if alias.rank == 0:
-                    continue
-                for user, n in alias.uses:
-                    if not is_root[user] and not (forwarding[user] and n < n_results[user]):
-                        slots.append((user, n))
-            self.consumers[buf] = slots
+        consumers, active = self.consumers, self.active
+        for v in values:
+            if v.is_array and active[v.producer]:
+                slots = consumers.get(v.buffer)
+                if slots is None:
+                    slots = consumers[v.buffer] = []
+                if v.rank:
+                    for user, n in v.uses:
+                        if not is_root[user] and not (forwarding[user] and n < n_results[user]):
+                            slots.append((user, n))
         self.back_edges: dict[int, list[tuple[int, int]]] = {}
         for comp in g.comps:
             if comp.kind != "body" or comp.caller is None or comp.root < 0:
@@ -636,11 +634,12 @@ class Engine:
         rule = self.rules[iid]
         leaves = self.leaves[iid]
         # A custom call's output aliased to this operand follows it.
-        for out_index, operand_no in self.alias_pairs[iid]:
-            if (operand_no == c.operand and out_index < len(leaves)
-                    and g.values[leaves[out_index]].is_array):
-                self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                       self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
+        if self.alias_pairs[iid]:
+            for out_index, operand_no in self.alias_pairs[iid]:
+                if (operand_no == c.operand and out_index < len(leaves)
+                        and g.values[leaves[out_index]].is_array):
+                    self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
+                                           self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
         if step == "stop" or ins.attrs.get("layout_constrained"):
             return
         if step == "all_reduce":
@@ -652,7 +651,7 @@ class Engine:
         if self.forwarding[iid] and c.operand < self.n_results[iid]:
             return
         layout, prio = c.layout, c.priority
-        if rule.to_siblings:
+        if self.to_siblings[iid]:
             if rule.hlo == "concatenate":
                 dim = ins.attrs["dim"]
                 mine = ov.dims[dim]
@@ -670,13 +669,13 @@ class Engine:
                     continue
                 self.set_operand_layout(layout, iid, m, True, True, prio,
                                         ("same-layout-sibling", iid, c.origin))
-            for r in self.own_buffers[iid]:
-                if g.values[r].rank == rank:
-                    cur = bc.get(r)
+            for rv in self.own_buffers[iid]:
+                if rv.rank == rank:
+                    cur = bc.get(rv.id)
                     if (cur is not None and cur.layout == layout and cur.mandatory and cur.dfs
                             and cur.priority >= prio):
                         continue
-                    self.set_buffer_layout(layout, r, True, True, prio, ("same-layout-result", iid, c.origin))
+                    self.set_buffer_layout(layout, rv.id, True, True, prio, ("same-layout-result", iid, c.origin))
             return
         for r_index, r in enumerate(ins.results):
             rv = g.values[r]
@@ -825,7 +824,7 @@ class Engine:
             comp = g.comps[c]
             buffers = [v for iid in comp.instrs for v in self.leaves[iid]
                        if values[v].is_array and values[v].buffer == v]
-            buffers.sort(key=lambda v: (key[v], v))
+            buffers.sort(key=key.__getitem__)  # keys are distinct within a computation
             specials = []
             for iid in comp.instrs:
                 ins = g.instrs[iid]

@@ -206,12 +206,16 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     param_value = g.instrs[g.comps[comp].params[number]].results[0]
     current[(param_value, ins.scope)] = new
     copy_op = new.owner
-    for use in list(old.uses):
-        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if owner == copy_op:
-            continue  # a copy placed inside the branch reads the outer value itself
-        if _inside(owner, region):
-            owner.operands[use.operand_number] = new
+    # The region may read the value through any MLIR value that shows it here
+    # (a call that returned it twice has two results for it).
+    olds = [old] + [x for x in h.view_aliases.get((e.value, ins.scope), ()) if x != old]
+    for source in olds:
+        for use in list(source.uses):
+            owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if owner == copy_op:
+                continue  # a copy placed inside the branch reads the outer value itself
+            if _inside(owner, region):
+                owner.operands[use.operand_number] = new
 
 
 def _inside(owner: ir.Operation, region: ir.Region) -> bool:

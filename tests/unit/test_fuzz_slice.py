@@ -19,7 +19,9 @@ branch returning its captured value copied it twice), B8 (a copy placed in an
 inlined callee read the caller's value), B10 (a chain of uncalled private
 functions was flattened from the middle: the innermost lost its annotations), B9
 (a while body that swaps carried values recorded its root buffers, not the result
-it enforced, so the loop and its body disagreed).
+it enforced, so the loop and its body disagreed), B11 (found by the 5000-program
+run: a branch capturing the second of two call results that are one value got a
+copy of the first result, and its own use was not redirected).
 
 Still open: none.  A bug found and not yet fixed gets an ``xfail(strict=True)``
 test; a fix makes it XPASS and fail, so the marker must go.
@@ -28,6 +30,7 @@ test; a fix makes it XPASS and fail, so the marker must go.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,7 +40,7 @@ import pytest
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
 from tests.fuzz.generator import generate, generate_text, verifies
-from tests.fuzz.properties import TARGETS, Cache, check_program, layout_signature
+from tests.fuzz.properties import TARGETS, Cache, _pins, check_program, check_target, layout_signature
 
 SEEDS = range(25)
 REPO = Path(__file__).resolve().parents[2]
@@ -372,8 +375,6 @@ func.func public @main(%x: tensor<2x2xf32>, %y: tensor<2x2xf32>) -> tensor<2x2xf
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_b9_while_body_copies_agree_with_the_while(target):
-    from tests.fuzz.properties import _pins, check_target
-
     fails, _ = check_target(B9_WHILE_SWAP, "default", target, _pins(B9_WHILE_SWAP), 0, False, None)
     assert not [f for f in fails if f.prop in ("useless-copy", "missing-copy")], "\n".join(map(str, fails))
 
@@ -405,3 +406,36 @@ def test_b10_uncalled_private_chain(target):
     out, _ = _assign(B10_UNCALLED_CHAIN, target)
     assert "layout1" not in out, out
     assert out.count("xla_shape") == 3, out  # broadcast and the two calls
+
+
+# Found by the long run (seed 3920, xla-cpu): @f returns one value twice, the
+# call is inlined, and a branch reads the second result through a
+# LayoutConstraint.  The copy for that capture read the first result and only
+# its uses were redirected, so the LayoutConstraint still read the uncopied value.
+B11_CALL_RETURNS_TWICE = """\
+func.func private @f(%a: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
+  %0 = stablehlo.negate %a : tensor<2x3xf32>
+  return %0, %0 : tensor<2x3xf32>, tensor<2x3xf32>
+}
+func.func public @main(%p: tensor<i1>, %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %r:2 = func.call @f(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  %y = "stablehlo.if"(%p) ({
+    %c = stablehlo.custom_call @LayoutConstraint(%r#1) {backend_config = "", operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %n = stablehlo.negate %c : tensor<2x3xf32>
+    "stablehlo.return"(%n) : (tensor<2x3xf32>) -> ()
+  }, {
+    "stablehlo.return"(%r#0) : (tensor<2x3xf32>) -> ()
+  }) : (tensor<i1>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+"""
+
+
+def test_b11_capture_of_a_value_a_call_returned_twice():
+    out, _ = _assign(B11_CALL_RETURNS_TWICE, "xla-cpu")
+    operand = re.search(r"custom_call @LayoutConstraint\((%\w+)\)", out).group(1)
+    definition = re.search(rf"{re.escape(operand)} = (\S+) .*", out).group(0)
+    assert definition.split()[2] == "mhlo.copy" and "dense<[0, 1]>" in definition, definition
+    fails, _ = check_target(B11_CALL_RETURNS_TWICE, "default", "xla-cpu", _pins(B11_CALL_RETURNS_TWICE), 11,
+                            execute=True, cache=Cache())
+    assert not fails, fails
