@@ -300,45 +300,58 @@ class Engine:
         # What an operand constraint derives inside its user, past the aliases:
         # None (a root), "stop", "all_reduce" (its result follows), or "go".
         self.o2r: list[str | None] = []
+        # One pass with the appends bound: this runs once per instruction.
+        add_values, add_results = self.op_values.append, self.n_results.append
+        add_operands, add_aliases = self.n_operands.append, self.alias_pairs.append
+        add_variadic, add_own = self.variadic_reduce.append, self.own_buffers.append
+        add_arrays, add_b2o, add_o2r = self.array_operands.append, self.b2o.append, self.o2r.append
         for ins, rule, lv, ts, ops, on in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands,
                                               self.active):
             if not on:
-                for facts in (self.op_values, self.own_buffers, self.array_operands, self.b2o):
-                    facts.append([])
-                self.n_results.append(0)
-                self.n_operands.append(0)
-                self.alias_pairs.append(())
-                self.variadic_reduce.append(False)
-                self.o2r.append(None)
+                add_values([])
+                add_own([])
+                add_arrays([])
+                add_b2o([])
+                add_results(0)
+                add_operands(0)
+                add_aliases(())
+                add_variadic(False)
+                add_o2r(None)
                 continue
             ovs = [values[v] for v in ops]
-            self.op_values.append(ovs)
-            self.n_results.append(len(ins.results))
+            add_values(ovs)
+            add_results(len(ins.results))
             nops = len(ins.operands)
-            self.n_operands.append(nops)
-            self.alias_pairs.append(ins.attrs.get("aliases", ()) if ins.attrs else ())
-            self.variadic_reduce.append(len(lv) > 1 and rule.hlo == "reduce")
-            lvs = [values[r] for r in lv]
-            self.own_buffers.append([r for r in lvs if r.is_array and r.buffer == r.id])
+            add_operands(nops)
+            add_aliases(ins.attrs.get("aliases", ()) if ins.attrs else ())
+            add_variadic(len(lv) > 1 and rule.hlo == "reduce")
+            if len(lv) == 1:
+                r = values[lv[0]]
+                add_own([r] if r.is_array and r.buffer == r.id else [])
+                scalar_results = r.rank <= 1 or not r.is_array
+            else:
+                lvs = [values[r] for r in lv]
+                add_own([r for r in lvs if r.is_array and r.buffer == r.id])
+                scalar_results = all(r.rank <= 1 or not r.is_array for r in lvs)
             arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
                       if ov.rank > 1 and ov.is_array]
-            self.array_operands.append(arrays)
+            add_arrays(arrays)
             op = ins.op
             if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
-                    or all(r.rank <= 1 or not r.is_array for r in lvs)):
-                self.b2o.append([])
+                    or scalar_results):
+                add_b2o([])
             else:
-                self.b2o.append(arrays)
+                add_b2o(arrays)
             if op == "root":
-                self.o2r.append(None)
+                add_o2r(None)
             elif rule.tuple_operand:
-                self.o2r.append("stop")
+                add_o2r("stop")
             elif rule.hlo == "all_reduce":
-                self.o2r.append("all_reduce")
+                add_o2r("all_reduce")
             elif rule.can_change and ts and rule.hlo != "reduce":
-                self.o2r.append("stop")
+                add_o2r("stop")
             else:
-                self.o2r.append("go")
+                add_o2r("go")
         # Per buffer: the (user, operand) slots a producer's layout is offered
         # to, and the while-body parameters its value feeds back into.
         is_root = [ins.op == "root" for ins in instrs]
