@@ -160,7 +160,6 @@ def layout_comp(g: Graph, cid: int, sweeps: int = 4) -> dict[int, tuple[int, int
     instrs = g.comps[cid].instrs
     if not instrs:
         return {}
-    index = {iid: n for n, iid in enumerate(instrs)}
     preds: dict[int, list[int]] = {iid: [] for iid in instrs}
     succs: dict[int, list[int]] = {iid: [] for iid in instrs}
     for p, c in _comp_edges(g, cid):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from . import layout as L
 from .constraints import (
@@ -495,9 +495,6 @@ class Engine:
             if key not in oc:
                 c = oc[key] = new_operand(iid, n, layout, True, True, priority, origin, round_, facts)
                 added.append(c)
-
-    def _operand(self, ins: Instruction, n: int) -> Value:
-        return self.op_values[ins.id][n]
 
     def _push(self, c: Constraint) -> None:
         if c.dfs:

@@ -175,7 +175,6 @@ class XlaCpuTarget(Target):
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
-        g = engine.g
         prio = engine.current_priority
         for iid, step in self._plan(engine, comp):
             kind = step[0]
