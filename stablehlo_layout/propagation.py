@@ -144,8 +144,10 @@ class Engine:
         self.memo: dict[str, object] = {}  # per-run caches for targets
         # XLA's shape indices: an instruction's results with tuples flattened.
         values = graph.values
-        self.leaves = [ins.results if all(values[r].elements is None for r in ins.results)
-                       else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        self.leaves = [
+            ins.results if (len(ins.results) == 1 and values[ins.results[0]].elements is None)
+            or all(values[r].elements is None for r in ins.results)
+            else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
@@ -839,9 +841,11 @@ class Engine:
             for iid in comp.instrs:
                 ins = g.instrs[iid]
                 rule = self.rules[iid]
+                attrs = ins.attrs
                 if (ins.op in ("parameter", "root") or ins.callees or not rule.known
                         or rule.hlo in ("outfeed", "send", "bitcast")
-                        or any(k in ins.attrs for k in ("infeed_layouts", "channel", "operand_layouts"))):
+                        or (attrs and ("infeed_layouts" in attrs or "channel" in attrs
+                                       or "operand_layouts" in attrs))):
                     specials.append(iid)
             plan = self.comp_plans[c] = (buffers, specials)
         return plan
