@@ -356,16 +356,18 @@ class _Importer:
         vid, value_comp, tensor_types = self.vid, self.value_comp, self.tensor_types
         handles, scope = self.h, self.scope
         instrs, values = g.instrs, g.values
-        ops = list(block.operations)
+        # The ops themselves, not their OpViews: every property read on a view
+        # goes through one more Python call.
+        ops = [op.operation for op in block.operations]
         last = len(ops) - 1
         for position, op in enumerate(ops):
-            name = op.operation.name
+            name = op.name
             operands = []
             for v in op.operands:
                 i = vid[v]
                 operands.append(i if value_comp[i] == cid else self._capture(i, cid))
             if position == last and _is_terminator(name):
-                return op.operation, operands
+                return op, operands
             if name == "func.call" and self.inline:
                 if self.optimistic:
                     raise _CallsToFlatten()
@@ -373,7 +375,7 @@ class _Importer:
                 continue
             if name == "mhlo.copy" and COPY_MARK in op.attributes:
                 vid[op.results[0]] = operands[0]
-                self.stale_copies.append(op.operation)
+                self.stale_copies.append(op)
                 continue
             facts = _op_facts.get(name)
             if facts is None:
@@ -388,7 +390,7 @@ class _Importer:
             instrs.append(ins)
             for n, v in enumerate(operands):
                 values[v].uses.append((iid, n))
-            handles.ops.append(op.operation)
+            handles.ops.append(op)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
