@@ -521,12 +521,21 @@ def _entry_name(funcs: list[ir.Operation]) -> str:
     )
 
 
-def nested_ops(op: ir.Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner
-                yield from nested_ops(inner.operation)
+def nested_ops(op: ir.Operation) -> list:
+    """Every op nested in ``op``, in pre-order (a list: a generator per op
+    costs more than the walk itself on large modules)."""
+    out: list = []
+
+    def walk(o: ir.Operation) -> None:
+        for region in o.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    out.append(inner)
+                    if len(inner.regions):
+                        walk(inner.operation)
+
+    walk(op)
+    return out
 
 
 COPY_NAME_PREFIX = "layout_copy("
