@@ -29,7 +29,6 @@ RULE_TEXT = {
     "computation-parameter": "parameter layout recorded for this computation",
     "computation-result": "result layout recorded for this computation",
     "default-layout": "default layout: nothing else asked for one",
-    "only-layout": "a scalar or vector has only one layout",
     "consumer-demand": "a consumer asked its producer for this layout",
     "producer-layout": "the producer's layout offered to its consumer",
     "same-layout-operand": "the op cannot change layout: same-rank operands follow its result",

@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import graph as _graph
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -40,12 +40,10 @@ class Handles:
     funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
     terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
     regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
-    # (value id, function name) -> the MLIR value that shows it in that
-    # function, for values that cross an inlined call boundary.
-    views: dict[tuple[int, str], ir.Value] = field(default_factory=dict)
-    # Every MLIR value that shows a graph value in a function: more than one
+    # (value id, function name) -> the MLIR values that show it in that
+    # function, for values that cross an inlined call boundary: more than one
     # when a call passes or returns the same value twice.
-    view_aliases: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
+    views: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
     call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
     inlined: set[str] = field(default_factory=set)
 
@@ -239,7 +237,7 @@ class _Importer:
         self.value_comp.append(comp)
         return val.id
 
-    def _instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: str,
+    def _instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any,
                handle: ir.Operation | None) -> Instruction:
         ins = self.g.add_instr(op, comp, operands, attrs, loc)
         ins.scope = self.scope
@@ -353,9 +351,7 @@ class _Importer:
         """Import a block's ops into computation ``cid``; return its terminator's operands."""
         g = self.g
         comp = g.comps[cid]
-        vid, value_comp, tensor_types = self.vid, self.value_comp, self.tensor_types
-        handles, scope = self.h, self.scope
-        instrs, values = g.instrs, g.values
+        vid, value_comp = self.vid, self.value_comp
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -383,14 +379,7 @@ class _Importer:
             rule, needs, tuple_kind = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            # Graph.add_instr, written out: this runs once per op.
-            iid = len(instrs)
-            ins = Instruction(iid, name, cid, operands, [], _extract(op, name) if needs else {}, op.location,
-                              (), (), scope)
-            instrs.append(ins)
-            for n, v in enumerate(operands):
-                values[v].uses.append((iid, n))
-            handles.ops.append(op)
+            ins = self._instr(name, cid, operands, _extract(op, name) if needs else {}, op.location, op)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
@@ -405,16 +394,7 @@ class _Importer:
                     self._walk_region(region, child)
             results = ins.results
             for r, res in enumerate(op.results):
-                known = tensor_types.get(res.type)
-                if known is not None:
-                    v = len(values)
-                    values.append(Value(v, ARRAY, known[0], known[1], iid, r, v, [], None, len(known[1]), True))
-                    vid[res] = v
-                    handles.values.append(res)
-                    value_comp.append(cid)
-                    results.append(v)
-                else:
-                    results.append(self._new_value(res, res.type, ins.id, r, cid))
+                results.append(self._new_value(res, res.type, ins.id, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
@@ -451,15 +431,13 @@ class _Importer:
         self.scope = callee
         for arg, vid in zip(block.arguments, operands):
             self.vid[arg] = vid
-            self.h.views.setdefault((vid, callee), arg)
-            self.h.view_aliases.setdefault((vid, callee), []).append(arg)
+            self.h.views.setdefault((vid, callee), []).append(arg)
         found = self._walk_ops(block, cid)
         self.scope = caller_scope
         results = found[1] if found is not None else []
         for res, vid in zip(op.results, results):
             self.vid[res] = vid
-            self.h.views.setdefault((vid, caller_scope), res)
-            self.h.view_aliases.setdefault((vid, caller_scope), []).append(res)
+            self.h.views.setdefault((vid, caller_scope), []).append(res)
         self.h.call_results.append((op.operation, results))
         self.inlining.pop()
 
@@ -521,18 +499,19 @@ def _entry_name(funcs: list[ir.Operation]) -> str:
     )
 
 
-def nested_ops(op: ir.Operation) -> list:
-    """Every op nested in ``op``, in pre-order (a list: a generator per op
-    costs more than the walk itself on large modules)."""
-    out: list = []
+def nested_ops(op: ir.Operation) -> list[ir.Operation]:
+    """Every operation nested in ``op``, in pre-order (a list: a generator per
+    op costs more than the walk itself on large modules)."""
+    out: list[ir.Operation] = []
 
     def walk(o: ir.Operation) -> None:
         for region in o.regions:
             for block in region.blocks:
-                for inner in block.operations:
+                for view in block.operations:
+                    inner = view.operation
                     out.append(inner)
                     if len(inner.regions):
-                        walk(inner.operation)
+                        walk(inner)
 
     walk(op)
     return out
@@ -563,8 +542,8 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     counter: dict[str, int] = {}
 
     def visit(name: str, stack: list[str]) -> None:
-        for op in list(nested_ops(by_name[name].operation)):
-            if op.operation.name != "func.call":
+        for op in nested_ops(by_name[name].operation):
+            if op.name != "func.call":
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             base = by_name.get(callee)
@@ -592,7 +571,7 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     # Start from the functions nobody calls: a callee reached first as a root
     # would be laid out twice.
     referenced = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                  for f in funcs for op in nested_ops(f.operation) if op.operation.name == "func.call"}
+                  for f in funcs for op in nested_ops(f.operation) if op.name == "func.call"}
     roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):

@@ -144,10 +144,8 @@ class Engine:
         self.memo: dict[str, object] = {}  # per-run caches for targets
         # XLA's shape indices: an instruction's results with tuples flattened.
         values = graph.values
-        self.leaves = [
-            ins.results if (len(ins.results) == 1 and values[ins.results[0]].elements is None)
-            or all(values[r].elements is None for r in ins.results)
-            else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        self.leaves = [ins.results if all(values[r].elements is None for r in ins.results)
+                       else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
@@ -531,15 +529,15 @@ class Engine:
 
     # -- the worklist --------------------------------------------------------
     def propagate(self) -> None:
-        """Drain the worklist.  The common steps of the operand and buffer
-        propagators are written out here: this loop runs once per constraint."""
+        """Drain the worklist.  The buffer propagator's common steps are written
+        out here: this loop runs once per constraint."""
         work: deque[Constraint] = deque()
         self._drain(work, None)
         added, tracing = self.added, self.trace is not None
         values, op_values, n_operands = self.g.values, self.op_values, self.n_operands
-        bc, oc, o2r, b2o = self.bc, self.oc, self.o2r, self.b2o
-        variadic, consumers, back_edges = self.variadic_reduce, self.consumers, self.back_edges
-        set_buffer, set_operand = self.set_buffer_layout, self.set_operand_layout
+        oc, o2r, b2o = self.oc, self.o2r, self.b2o
+        consumers, back_edges = self.consumers, self.back_edges
+        set_buffer, set_operand, use_to_defs = self.set_buffer_layout, self.set_operand_layout, self._use_to_defs
         while work:
             c = work.popleft()
             cls = c.__class__
@@ -547,14 +545,7 @@ class Engine:
                 iid, n = c.instr, c.operand  # type: ignore[attr-defined]
                 ov = op_values[iid][n]
                 if ov.rank > 1 and ov.is_array:
-                    # The use asks the value's producer for its layout (XLA's PropagateUseConstraintToDefs).
-                    layout, prio = c.layout, c.priority
-                    buf = ov.buffer
-                    cur = bc.get(buf)
-                    if cur is None or prio > cur.priority or (not cur.dfs and cur.layout == layout):
-                        producer = values[buf].producer
-                        if not variadic[producer]:
-                            set_buffer(layout, buf, False, True, prio, ("consumer-demand", producer, c.origin))
+                    use_to_defs(ov, c.layout, c.priority, c)
                     if o2r[iid] is not None and n < n_operands[iid]:
                         self._operand_to_user(c, ov)  # type: ignore[arg-type]
             elif cls is BufferConstraint:
@@ -646,12 +637,11 @@ class Engine:
         rule = self.rules[iid]
         leaves = self.leaves[iid]
         # A custom call's output aliased to this operand follows it.
-        if self.alias_pairs[iid]:
-            for out_index, operand_no in self.alias_pairs[iid]:
-                if (operand_no == c.operand and out_index < len(leaves)
-                        and g.values[leaves[out_index]].is_array):
-                    self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                           self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
+        for out_index, operand_no in self.alias_pairs[iid]:
+            if (operand_no == c.operand and out_index < len(leaves)
+                    and g.values[leaves[out_index]].is_array):
+                self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
+                                       self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
         if step == "stop" or ins.attrs.get("layout_constrained"):
             return
         if step == "all_reduce":
@@ -700,7 +690,8 @@ class Engine:
                                        (name, iid, c.origin))
 
     def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
-        """A demand on a use asks the value's producer for the same layout."""
+        """A demand on a use asks the value's producer for the same layout
+        (XLA's PropagateUseConstraintToDefs)."""
         buf = v.buffer
         producer = self.g.values[buf].producer
         if self.variadic_reduce[producer]:

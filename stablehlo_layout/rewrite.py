@@ -179,9 +179,9 @@ def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: 
     """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
     if (v.id, scope) in current:
         return current[(v.id, scope)]
-    view = h.views.get((v.id, scope))
-    if view is not None:
-        return view
+    views = h.views.get((v.id, scope))
+    if views:
+        return views[0]
     handle = h.values[v.id]
     if handle is not None:
         return handle
@@ -208,7 +208,7 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     copy_op = new.owner
     # The region may read the value through any MLIR value that shows it here
     # (a call that returned it twice has two results for it).
-    olds = [old] + [x for x in h.view_aliases.get((e.value, ins.scope), ()) if x != old]
+    olds = [old] + [x for x in h.views.get((e.value, ins.scope), ()) if x != old]
     for source in olds:
         for use in list(source.uses):
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
@@ -257,7 +257,7 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
     body = module.regions[0].blocks[0]
     funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
              if f.operation.name == "func.func"}
-    calls = {name: [op for op in nested_ops(f.operation) if op.operation.name == "func.call"]
+    calls = {name: [op for op in nested_ops(f.operation) if op.name == "func.call"]
              for name, f in funcs.items()}
     depth = _call_depths(funcs, calls)
     families: dict[str, list[str]] = defaultdict(list)
