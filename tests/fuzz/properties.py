@@ -49,6 +49,7 @@ from jaxlib.mlir import ir
 from stablehlo_layout import layout as L
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.importer import nested_ops
 
 TARGETS = ("generic", "xla-cpu")
 
@@ -151,14 +152,6 @@ def run_pass(text: str, target: str, mode: str, exact: bool = False):
 _CONTROL_FLOW = ("stablehlo.while", "stablehlo.case", "stablehlo.if")
 
 
-def _walk(op):
-    for region in op.regions:
-        for block in region.blocks:
-            for inner in block.operations:
-                yield inner.operation
-                yield from _walk(inner.operation)
-
-
 def _str_attr(op, name: str) -> str | None:
     if name not in op.attributes:
         return None
@@ -183,7 +176,7 @@ def layout_signature(text: str) -> list[tuple]:
     for key in ("mhlo.xla_entry_computation_parameter_layouts", "mhlo.xla_entry_computation_result_layout"):
         if key in top.attributes:
             sig.append((key, str(top.attributes[key])))
-    for op in _walk(top):
+    for op in nested_ops(top):
         if op.name == "func.func":
             name = _str_attr(op, "sym_name")
             sig.append(("func", name, tuple(_arg_modes(op, "arg_attrs")), tuple(_arg_modes(op, "res_attrs"))))
@@ -243,7 +236,7 @@ class _Layouts:
                 funcs[_str_attr(op.operation, "sym_name")] = op.operation
         self.funcs = funcs
         # pass 1: op results from xla_shape
-        for op in _walk(top):
+        for op in nested_ops(top):
             if op.name in ("func.func", "func.return", "stablehlo.return"):
                 continue
             ranked = [r for r in op.results if _ranked(r.type)]
@@ -291,17 +284,15 @@ class _Layouts:
             for i, a in enumerate(block.arguments):
                 if not _ranked(a.type):
                     continue
-                mode = modes[i] if i < len(modes) else None
-                if mode is None or not mode.startswith("{"):
-                    self.bad("contract", f"@main arg {i}: layout_mode {mode!r} is not a layout")
+                mode, lay = self.declared(modes, i, f"@main arg {i}")
+                if lay is None:
                     continue
-                lay = L.parse_layout(mode)
                 if not L.is_permutation(lay, a.type.rank):
                     self.bad("contract", f"@main arg {i}: layout_mode {mode!r} not a permutation")
                     continue
                 self.of[a] = lay
         # while region arguments take the while's layouts
-        for op in _walk(top):
+        for op in nested_ops(top):
             if op.name == "stablehlo.while":
                 for region in op.regions:
                     for i, a in enumerate(region.blocks[0].arguments):
@@ -310,7 +301,7 @@ class _Layouts:
                             self.of[a] = lay
         # private function arguments: from their call sites (which must agree)
         sites: dict[str, list] = {}
-        for op in _walk(top):
+        for op in nested_ops(top):
             if op.name == "func.call":
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 sites.setdefault(callee, []).append(op)
@@ -340,6 +331,14 @@ class _Layouts:
                     self.bad("missing-copy", f"@{name} arg {i}: call sites pass different layouts {shown}")
 
     # -- checks ---------------------------------------------------------------
+    def declared(self, modes: list[str | None], i: int, what: str) -> tuple[str | None, L.Layout | None]:
+        """Entry leaf ``i``'s ``mhlo.layout_mode`` and its layout (None, reported, when it is not one)."""
+        mode = modes[i] if i < len(modes) else None
+        if mode is None or not mode.startswith("{"):
+            self.bad("contract", f"{what}: layout_mode {mode!r} is not a layout")
+            return mode, None
+        return mode, L.parse_layout(mode)
+
     def same(self, prop: str, where: str, a, b, what: str) -> None:
         la, lb = self.layout(a), self.layout(b)
         if la is None or lb is None:
@@ -349,7 +348,7 @@ class _Layouts:
 
     def check(self, original_pins: dict[str, list[str | None]]) -> None:
         top = self.m.operation
-        for op in _walk(top):
+        for op in nested_ops(top):
             name = op.name
             where = f"{name} at {op.location}"
             if name == "mhlo.copy":
@@ -405,11 +404,9 @@ class _Layouts:
         for i, v in enumerate(term.operands):
             if not _ranked(v.type):
                 continue
-            mode = modes[i] if i < len(modes) else None
-            if mode is None or not mode.startswith("{"):
-                self.bad("contract", f"@main result {i}: layout_mode {mode!r} is not a layout")
+            mode, lay = self.declared(modes, i, f"@main result {i}")
+            if lay is None:
                 continue
-            lay = L.parse_layout(mode)
             got = self.layout(v)
             if got is not None and got != lay:
                 self.bad("missing-copy", f"@main result {i}: returns {L.format_layout(got)}, declared {mode}")

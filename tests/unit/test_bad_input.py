@@ -240,17 +240,10 @@ def _check_output(out: str) -> None:
     from jaxlib.mlir import ir
 
     from stablehlo_layout import mlir
+    from stablehlo_layout.importer import nested_ops
 
     m = mlir.load(out.encode(), "out.mlir", mlir.make_context())
-
-    def walk(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    yield inner.operation
-                    yield from walk(inner.operation)
-
-    for op in walk(m.operation):
+    for op in nested_ops(m.operation):
         if op.name in ("func.func", "func.return", "stablehlo.return"):
             continue
         if any(isinstance(r.type, ir.RankedTensorType) for r in op.results):

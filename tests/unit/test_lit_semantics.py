@@ -95,6 +95,15 @@ def why_not_executable(module: ir.Module) -> str | None:
     return reasons[0] if reasons else None
 
 
+def load_executable(path: Path) -> tuple[ir.Module, str]:
+    """``path`` loaded and printed before the pass; the test is skipped when it cannot run on CPU."""
+    module = mlir.read_input(str(path), mlir.make_context())
+    reason = why_not_executable(module)
+    if reason is not None:
+        pytest.skip(reason)
+    return module, mlir.print_module(module)
+
+
 @pytest.mark.parametrize("path", LIT_FILES, ids=[str(p.relative_to(LIT_DIR)) for p in LIT_FILES])
 def test_lit_input_computes_the_same(path: Path) -> None:
     runs = run_lines(path.read_text())
@@ -103,13 +112,7 @@ def test_lit_input_computes_the_same(path: Path) -> None:
     if any(run.startswith("not ") for run in runs):
         pytest.skip("the tool is expected to reject this input")
 
-    ctx = mlir.make_context()
-    module = mlir.read_input(str(path), ctx)
-    reason = why_not_executable(module)
-    if reason is not None:
-        pytest.skip(reason)
-    original = mlir.print_module(module)
-
+    module, original = load_executable(path)
     assign_module(module, "generic", entry_mode(runs[0]))
 
     assert module.operation.verify(), "the rewritten module does not verify"

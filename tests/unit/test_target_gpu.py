@@ -12,7 +12,7 @@ from stablehlo_layout.errors import PassError
 from stablehlo_layout.targets import XlaGpuTarget, get_target
 from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
 from tests.support.equivalence import assert_bit_identical
-from tests.unit.test_lit_semantics import entry_mode, run_lines, why_not_executable
+from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 
 GPU_LIT_FILES = sorted((Path(__file__).resolve().parents[1] / "lit").glob("xla_gpu_*.mlir"))
 
@@ -212,12 +212,7 @@ def test_align_layouts_gpu_keeps_size_one_dims_in_place():
 @pytest.mark.parametrize("path", GPU_LIT_FILES, ids=[p.name for p in GPU_LIT_FILES])
 def test_gpu_rewrite_computes_the_same(path):
     """What the GPU rules write (copies, layouts) leaves the program's meaning alone."""
-    ctx = mlir.make_context()
-    module = mlir.read_input(str(path), ctx)
-    reason = why_not_executable(module)
-    if reason is not None:
-        pytest.skip(reason)
-    original = mlir.print_module(module)
+    module, original = load_executable(path)
     r = assign_module(module, "xla-gpu", entry_mode(run_lines(path.read_text())[0]))
     assert r.warnings == []
     assert module.operation.verify()
