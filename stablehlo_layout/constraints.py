@@ -13,7 +13,7 @@ its source, and the chain can never loop.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .layout import Layout
 
@@ -97,7 +97,8 @@ class BufferConstraint(Constraint):
 
     buffer: int = -1
     # Layouts this buffer held before, oldest first (XLA's history vector).
-    history: list[Layout] = field(default_factory=list)
+    # A tuple: most buffers never change, and they all share the empty one.
+    history: tuple[Layout, ...] = ()
 
     kind = BUFFER
 
@@ -126,7 +127,7 @@ class BufferConstraint(Constraint):
                 return False
             if priority <= self.priority:
                 return False
-        self.history.append(self.layout)
+        self.history += (self.layout,)
         self.origin = as_origin(origin).attached(BUFFER, (self.buffer,), layout, priority, mandatory, dfs,
                                                  round_, self.layout) if facts else origin
         self.layout = layout
@@ -160,14 +161,14 @@ class ResultConstraint(Constraint):
 def new_buffer(buffer: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
                origin: Origin | tuple, round_: int, facts: bool = True) -> BufferConstraint:
     fact = as_origin(origin).attached(BUFFER, (buffer,), layout, priority, mandatory, dfs, round_) if facts else origin
-    return BufferConstraint(layout, mandatory, dfs, priority, fact, round_, buffer=buffer)
+    return BufferConstraint(layout, mandatory, dfs, priority, fact, round_, buffer)
 
 
 def new_operand(instr: int, operand: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
                 origin: Origin | tuple, round_: int, facts: bool = True) -> OperandConstraint:
     fact = (as_origin(origin).attached(OPERAND, (instr, operand), layout, priority, mandatory, dfs, round_)
             if facts else origin)
-    return OperandConstraint(layout, mandatory, dfs, priority, fact, round_, instr=instr, operand=operand)
+    return OperandConstraint(layout, mandatory, dfs, priority, fact, round_, instr, operand)
 
 
 def new_result(comp: int, layouts: tuple[Layout | None, ...], priority: int, origin: Origin,

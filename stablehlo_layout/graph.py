@@ -110,7 +110,7 @@ class Graph:
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
         vid = len(self.values)
-        v = Value(vid, kind, element, dims, producer, index, vid, rank=len(dims), is_array=kind == ARRAY)
+        v = Value(vid, kind, element, dims, producer, index, vid, [], None, len(dims), kind == ARRAY)
         self.values.append(v)
         return v
 

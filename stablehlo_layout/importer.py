@@ -69,15 +69,24 @@ _EXTRACTED = {
 }
 
 
-def _facts_of(name: str) -> tuple[Any, bool, str]:
+# Ops whose extracted facts come from one attribute alone, by that attribute's
+# name: MLIR uniques attributes, so each distinct one is read once per import.
+_ONE_ATTRIBUTE = {
+    "transpose": "permutation", "broadcast_in_dim": "broadcast_dimensions", "reduce": "dimensions",
+    "dot_general": "dot_dimension_numbers", "concatenate": "dimension",
+}
+
+
+def _facts_of(name: str) -> tuple[Any, bool, str, str | None]:
     """What the walk needs to know of an op name: its rule, whether the rules
-    read its attributes, and whether it builds or reads a tuple."""
+    read its attributes, whether it builds or reads a tuple, and the one
+    attribute its facts come from (if they come from one)."""
     short = name.split(".", 1)[-1]
     tuple_kind = "get" if name.endswith(".get_tuple_element") else "make" if name.endswith(".tuple") else ""
-    return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind
+    return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind, _ONE_ATTRIBUTE.get(short)
 
 
-_op_facts: dict[str, tuple[Any, bool, str]] = {}
+_op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
 
 
 def _int_list(attr: ir.Attribute) -> list[int]:
@@ -211,6 +220,7 @@ class _Importer:
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
+        self.extracted: dict[tuple[str, ir.Attribute], dict[str, Any]] = {}
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
@@ -376,10 +386,18 @@ class _Importer:
             facts = _op_facts.get(name)
             if facts is None:
                 facts = _op_facts[name] = _facts_of(name)
-            rule, needs, tuple_kind = facts
+            rule, needs, tuple_kind, keyed_by = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            ins = self._instr(name, cid, operands, _extract(op, name) if needs else {}, op.location, op)
+            if keyed_by is not None:
+                key = (name, op.attributes[keyed_by])
+                extracted = self.extracted.get(key)
+                if extracted is None:
+                    extracted = self.extracted[key] = _extract(op, name)
+                attrs = dict(extracted)  # callers add capture bookkeeping to their own
+            else:
+                attrs = _extract(op, name) if needs else {}
+            ins = self._instr(name, cid, operands, attrs, op.location, op)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())

@@ -16,13 +16,13 @@ def test_same_layout_upgrades_flags_and_priority():
     assert c.update((1, 0), True, True, 2, O, 0)
     assert (c.mandatory, c.dfs, c.priority) == (True, True, 2)
     assert not c.update((1, 0), False, False, 1, O, 0)  # nothing to upgrade
-    assert c.history == []
+    assert c.history == ()
 
 
 def test_mandatory_request_always_overwrites():
     c = fresh(mandatory=True, priority=5)
     assert c.update((0, 1), True, True, 0, O, 0)
-    assert c.layout == (0, 1) and c.priority == 0 and c.history == [(1, 0)]
+    assert c.layout == (0, 1) and c.priority == 0 and c.history == ((1, 0),)
 
 
 def test_non_mandatory_needs_strictly_higher_priority():
