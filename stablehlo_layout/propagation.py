@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from . import layout as L
 from .constraints import (
@@ -150,7 +150,7 @@ class Engine:
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
         self.active = [not self.trivial[ins.comp] or self.exact for ins in graph.instrs]
-        self.all_operands = [(ins.operands + ins.captures if ins.captures else ins.operands) if on else []
+        self.all_operands = [(ins.operands + ins.captures if ins.captures else ins.operands) if on else ()
                              for ins, on in zip(graph.instrs, self.active)]
         self.forwarding = [r.forwards for r in self.rules]
         self.dfs_of = [dfs_for(graph, ins, r) if on and ins.op not in ("parameter", "root") else False
@@ -285,18 +285,18 @@ class Engine:
         """The per-instruction and per-buffer facts the propagators read on every pop."""
         g = self.g
         values, instrs = g.values, g.instrs
-        self.op_values: list[list[Value]] = []
+        self.op_values: list[Sequence[Value]] = []
         self.n_results: list[int] = []
         self.n_operands: list[int] = []
         self.alias_pairs: list = []
         self.variadic_reduce: list[bool] = []
-        self.own_buffers: list[list[Value]] = []  # own array buffers among the result leaves
+        self.own_buffers: list[tuple[Value, ...]] = []  # own array buffers among the result leaves
         self.to_siblings = [r.to_siblings for r in self.rules]
-        self.array_operands: list[list[tuple[int, Value]]] = []  # operands that can carry a choice
+        self.array_operands: list[Sequence[tuple[int, Value]]] = []  # operands that can carry a choice
         # What a buffer constraint asks of the producer's operands: nothing for
         # parameters, roots, ops whose results are all scalars or vectors, and
         # tuple operands of ops that cannot change layout.
-        self.b2o: list[list[tuple[int, Value]]] = []
+        self.b2o: list[Sequence[tuple[int, Value]]] = []
         # What an operand constraint derives inside its user, past the aliases:
         # None (a root), "stop", "all_reduce" (its result follows), or "go".
         self.o2r: list[str | None] = []
@@ -308,10 +308,10 @@ class Engine:
         for ins, rule, lv, ts, ops, on in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands,
                                               self.active):
             if not on:
-                add_values([])
-                add_own([])
-                add_arrays([])
-                add_b2o([])
+                add_values(())
+                add_own(())
+                add_arrays(())
+                add_b2o(())
                 add_results(0)
                 add_operands(0)
                 add_aliases(())
@@ -327,11 +327,11 @@ class Engine:
             add_variadic(len(lv) > 1 and rule.hlo == "reduce")
             if len(lv) == 1:
                 r = values[lv[0]]
-                add_own([r] if r.is_array and r.buffer == r.id else [])
+                add_own((r,) if r.is_array and r.buffer == r.id else ())
                 scalar_results = r.rank <= 1 or not r.is_array
             else:
                 lvs = [values[r] for r in lv]
-                add_own([r for r in lvs if r.is_array and r.buffer == r.id])
+                add_own(tuple(r for r in lvs if r.is_array and r.buffer == r.id))
                 scalar_results = all(r.rank <= 1 or not r.is_array for r in lvs)
             arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
                       if ov.rank > 1 and ov.is_array]
@@ -339,7 +339,7 @@ class Engine:
             op = ins.op
             if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
                     or scalar_results):
-                add_b2o([])
+                add_b2o(())
             else:
                 add_b2o(arrays)
             if op == "root":
@@ -365,9 +365,10 @@ class Engine:
                 if slots is None:
                     slots = consumers[v.buffer] = []
                 if v.rank:
-                    for user, n in v.uses:
+                    for use in v.uses:
+                        user, n = use
                         if not is_root[user] and not (forwarding[user] and n < n_results[user]):
-                            slots.append((user, n))
+                            slots.append(use)
         self.back_edges: dict[int, list[tuple[int, int]]] = {}
         for comp in g.comps:
             if comp.kind != "body" or comp.caller is None or comp.root < 0:
@@ -481,7 +482,7 @@ class Engine:
                         if self.facts else origin)
         self._push(c)
 
-    def demand_operands(self, iid: int, slots: list[tuple[int, L.Layout]], priority: int,
+    def demand_operands(self, iid: int, slots: Sequence[tuple[int, L.Layout]], priority: int,
                         origin: tuple) -> None:
         """Mandatory depth-first demands on operands of ``iid`` that nothing constrained yet.
 
@@ -992,8 +993,9 @@ class Engine:
         changed = False
         while changed or i < NUMBER_OF_ROUNDS:
             self.round = i
-            self.bc.clear()
-            self.oc.clear()
+            # New tables, not cleared ones: the Assignment keeps the last round's.
+            self.bc = {}
+            self.oc = {}
             self.entry_result_pushed = False
             before = self._entry_interface()
             for c in self.comp_order:
@@ -1173,7 +1175,7 @@ class Engine:
                 entry_results.append(ecl.results[i])
             else:
                 entry_results.append(layouts[vid])
-        return Assignment(g, layouts, copies, dict(self.bc), dict(self.oc), self.comp_layouts,
+        return Assignment(g, layouts, copies, self.bc, self.oc, self.comp_layouts,
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
                           rounds_computed=computed, exact=self.exact,
                           given_params=list(self.given_params), given_results=list(self.given_results))

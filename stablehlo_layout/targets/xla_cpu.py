@@ -11,7 +11,7 @@ whatever a layout-constrained custom call or an entry pin demands later.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .. import layout as L
 from ..constraints import Origin
@@ -123,7 +123,7 @@ class XlaCpuTarget(Target):
         return None
 
     # -- the hook ------------------------------------------------------------
-    def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, tuple]]:
+    def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, str, Origin | None, Any, Any]]:
         """What the backend demands of the instructions of ``comp``; the same in every round."""
         plans = engine.memo.setdefault("xla-cpu-plan", {})
         plan = plans.get(comp)  # type: ignore[union-attr]
@@ -132,6 +132,7 @@ class XlaCpuTarget(Target):
         g = engine.g
         values = g.values
         plan = []
+        shared: dict[tuple, tuple] = engine.memo.setdefault("xla-cpu-slots", {})  # type: ignore[assignment]
         for iid in g.comps[comp].instrs:
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
@@ -145,14 +146,14 @@ class XlaCpuTarget(Target):
                                for r in engine.leaves[ins.id]]
                     operands = [(n, L.default_layout(values[v].rank)) for n, v in enumerate(ins.operands)
                                 if values[v].is_array]
-                    plan.append((iid, ("row-major", why, results, operands)))
+                    plan.append((iid, "row-major", why, results, operands))
                     continue
                 col = self.column_major_operand(g, ins)
                 if col is not None:
                     v = values[ins.operands[col]]
                     why = Origin("target:cpu-column-major-constant", ins.id, None,
                                  "a vector·matrix dot reads its constant matrix column-major")
-                    plan.append((iid, ("column-major", why, col, L.intern(range(v.rank)))))
+                    plan.append((iid, "column-major", why, col, L.intern(range(v.rank))))
                     continue
             if hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
                 r = values[ins.results[0]]
@@ -161,34 +162,31 @@ class XlaCpuTarget(Target):
                     lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
                     why = Origin("target:cpu-collective-dim-major", ins.id, None,
                                  f"the {hlo} dimension {dim} must be most major")
-                    plan.append((iid, ("collective", why, lay)))
+                    plan.append((iid, "collective", why, lay, None))
                 continue
             if engine.rules[iid].tuple_operand:
                 continue  # the operands are one HLO tuple, not arrays
             # Rank-0 operands have nothing to choose; forwarded ones are the result.
             forwarded = len(ins.results) if engine.forwarding[iid] else 0
-            operands = [(n, L.default_layout(ov.rank)) for n, ov in enumerate(engine.op_values[iid][:len(ins.operands)])
-                        if ov.rank and n >= forwarded and ov.is_array]
+            operands = tuple((n, L.default_layout(ov.rank)) for n, ov in enumerate(engine.op_values[iid][:len(ins.operands)])
+                             if ov.rank and n >= forwarded and ov.is_array)
             if operands:
-                plan.append((iid, ("catch-all", None, operands)))
+                # A large module has a few dozen distinct slot lists: keep one of each.
+                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), None))
         plans[comp] = plan  # type: ignore[index]
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         prio = engine.current_priority
-        for iid, step in self._plan(engine, comp):
-            kind = step[0]
+        for iid, kind, why, a, b in self._plan(engine, comp):
             if kind == "catch-all":
                 # Every operand nothing constrained yet is read row-major.
-                engine.demand_operands(iid, step[2], prio, ("target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
-            elif kind == "row-major":
-                _, why, results, operands = step
-                engine.set_instruction_layout(results, iid, True, prio, why)
-                for n, lay in operands:
+                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
+            elif kind == "row-major":  # a: result layouts, b: (operand, layout) pairs
+                engine.set_instruction_layout(a, iid, True, prio, why)
+                for n, lay in b:
                     engine.set_operand_layout(lay, iid, n, True, True, prio, why)
-            elif kind == "column-major":
-                _, why, col, lay = step
-                engine.set_operand_layout(lay, iid, col, True, True, prio, why)
-            else:
-                _, why, lay = step
-                engine.set_instruction_layout([lay], iid, True, prio, why)
+            elif kind == "column-major":  # a: the operand, b: its layout
+                engine.set_operand_layout(b, iid, a, True, True, prio, why)
+            else:  # collective; a: the result layout
+                engine.set_instruction_layout([a], iid, True, prio, why)
