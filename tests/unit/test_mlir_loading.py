@@ -130,6 +130,30 @@ def test_print_module_debuginfo_shows_parse_locations(ctx: ir.Context) -> None:
     assert 'loc("-":3:10)' in printed
 
 
+@pytest.mark.parametrize("debuginfo", [False, True])
+def test_final_text_bytes_prints_what_the_bindings_print(ctx: ir.Context, debuginfo: bool) -> None:
+    """The command's printer (a pass manager's IR dump) writes the same bytes as get_asm."""
+    from stablehlo_layout.assignment import assign_module
+
+    for text in (ADD_TEXT, (Path(__file__).parents[1] / "lit" / "cf_while_transpose_body.mlir").read_text()):
+        module = mlir.load(text, "in.mlir", ctx)
+        assign_module(module, "xla-cpu")
+        expected = mlir.module_text_bytes(module, debuginfo=debuginfo, verified=True)
+        got = mlir.final_text_bytes(module, debuginfo=debuginfo)
+        assert got == expected
+        assert b"IR Dump" not in got and not got.endswith(b"\n\n")
+
+
+def test_final_text_bytes_without_a_temporary_directory(ctx: ir.Context, monkeypatch, tmp_path) -> None:
+    """An unwritable temporary directory only makes printing slower, never different."""
+    import tempfile
+
+    module = mlir.load(ADD_TEXT, "add.mlir", ctx)
+    expected = mlir.module_text_bytes(module, verified=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    assert mlir.final_text_bytes(module) == expected
+
+
 def test_bytecode_round_trip(ctx: ir.Context) -> None:
     module = mlir.load(ADD_TEXT, "add.mlir", ctx)
     data = mlir.to_bytecode(module)
