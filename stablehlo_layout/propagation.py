@@ -142,20 +142,13 @@ class Engine:
         # Per-instruction facts the hot loops read, computed once.
         self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
         self.memo: dict[str, object] = {}  # per-run caches for targets
-        # XLA's shape indices: an instruction's results with tuples flattened.
-        values = graph.values
-        self.leaves = [ins.results if all(values[r].elements is None for r in ins.results)
-                       else [leaf for r in ins.results for leaf in graph.leaves(r)] for ins in graph.instrs]
+        self.leaves = self._shape_indices()
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
-        self.active = [not self.trivial[ins.comp] or self.exact for ins in graph.instrs]
-        self.all_operands = [(ins.operands + ins.captures if ins.captures else ins.operands) if on else ()
-                             for ins, on in zip(graph.instrs, self.active)]
+        exact_, trivial = self.exact, self.trivial
+        self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
         self.forwarding = [r.forwards for r in self.rules]
-        self.dfs_of = [dfs_for(graph, ins, r) if on and ins.op not in ("parameter", "root") else False
-                       for ins, r, on in zip(graph.instrs, self.rules, self.active)]
-        self.tshape = self._tuple_shapes()
         self._precompute_edges()
         self.comp_order = self._computation_order()
         self._number_buffers()
@@ -264,27 +257,30 @@ class Engine:
         """The op's rule as the target sees it (a target may refine the table)."""
         return self.rules[iid]
 
-    def _tuple_shapes(self) -> list[bool]:
-        """Per instruction: is its HLO shape a tuple (several results, a tuple,
-        a while, or a parameter of a loop or branch computation)?"""
+    def _shape_indices(self) -> list[list[int]]:
+        """XLA's shape indices: per instruction, its results with tuples flattened."""
         g = self.g
-        values, comps = g.values, g.comps
+        values = g.values
         out = []
-        for ins, rule, on in zip(g.instrs, self.rules, self.active):
-            op = ins.op
-            if not on or op == "root":
-                out.append(False)
-            elif op == "parameter":
-                out.append(comps[ins.comp].kind in ("body", "cond", "branch"))
+        for ins in g.instrs:
+            results = ins.results
+            if (len(results) == 1 and values[results[0]].elements is None) or not results or all(
+                    values[r].elements is None for r in results):
+                out.append(results)
             else:
-                results = ins.results
-                out.append(len(results) != 1 or values[results[0]].elements is not None or rule.hlo == "while")
+                out.append([leaf for r in results for leaf in g.leaves(r)])
         return out
 
     def _precompute_edges(self) -> None:
         """The per-instruction and per-buffer facts the propagators read on every pop."""
         g = self.g
-        values, instrs = g.values, g.instrs
+        values, instrs, comps = g.values, g.instrs, g.comps
+        # Every operand, implicit captures last.
+        self.all_operands: list[Sequence[int]] = []
+        self.dfs_of: list[bool] = []
+        # Is the HLO shape a tuple (several results, a tuple, a while, or a
+        # parameter of a loop or branch computation)?
+        self.tshape: list[bool] = []
         self.op_values: list[Sequence[Value]] = []
         self.n_results: list[int] = []
         self.n_operands: list[int] = []
@@ -305,9 +301,12 @@ class Engine:
         add_operands, add_aliases = self.n_operands.append, self.alias_pairs.append
         add_variadic, add_own = self.variadic_reduce.append, self.own_buffers.append
         add_arrays, add_b2o, add_o2r = self.array_operands.append, self.b2o.append, self.o2r.append
-        for ins, rule, lv, ts, ops, on in zip(instrs, self.rules, self.leaves, self.tshape, self.all_operands,
-                                              self.active):
+        add_all, add_dfs, add_tshape = self.all_operands.append, self.dfs_of.append, self.tshape.append
+        for ins, rule, lv, on in zip(instrs, self.rules, self.leaves, self.active):
             if not on:
+                add_all(())
+                add_dfs(False)
+                add_tshape(False)
                 add_values(())
                 add_own(())
                 add_arrays(())
@@ -318,6 +317,19 @@ class Engine:
                 add_variadic(False)
                 add_o2r(None)
                 continue
+            op = ins.op
+            ops = ins.operands + ins.captures if ins.captures else ins.operands
+            add_all(ops)
+            if op == "root":
+                add_dfs(False)
+                ts = False
+            elif op == "parameter":
+                add_dfs(False)
+                ts = comps[ins.comp].kind in ("body", "cond", "branch")
+            else:
+                add_dfs(dfs_for(g, ins, rule))
+                ts = len(lv) != 1 or ins.results[0] != lv[0] or rule.hlo == "while"
+            add_tshape(ts)
             ovs = [values[v] for v in ops]
             add_values(ovs)
             add_results(len(ins.results))
@@ -336,7 +348,6 @@ class Engine:
             arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
                       if ov.rank > 1 and ov.is_array]
             add_arrays(arrays)
-            op = ins.op
             if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
                     or scalar_results):
                 add_b2o(())
