@@ -239,13 +239,18 @@ class Engine:
         """XLA's buffer ids: the order in which unconstrained buffers get defaults."""
         key = 0
         order_key = self.order_key
-        instrs = self.g.instrs
+        instrs, values = self.g.instrs, self.g.values
         leaves = self.g.leaves
         for c in self.comp_order:
             if self.trivial[c] and not self.exact:
                 continue  # laid out without the default loop
             for iid in self.post_order(c):
                 for v in instrs[iid].results:
+                    if values[v].elements is None:
+                        # The value, then its only shape index: itself.
+                        order_key[v] = key + 1
+                        key += 2
+                        continue
                     order_key[v] = key
                     key += 1
                     for leaf in leaves(v):
@@ -441,7 +446,10 @@ class Engine:
         elif not c.update(layout, mandatory, dfs, priority, origin, self.round,
                           not self.tshape[v.producer], self.facts):
             return
-        self._push(c)
+        if c.dfs:  # _push's common case, without the call
+            self.added.append(c)
+        else:
+            self._push(c)
         aliases = self.alias_pairs[v.producer]
         if aliases:
             position = self.leaves[v.producer].index(buffer)
@@ -491,7 +499,10 @@ class Engine:
             c.layout, c.mandatory, c.dfs, c.priority, c.round = layout, mandatory, dfs, priority, self.round
             c.origin = (as_origin(origin).attached("operand", key, layout, priority, mandatory, dfs, self.round)
                         if self.facts else origin)
-        self._push(c)
+        if c.dfs:  # _push's common case, without the call
+            self.added.append(c)
+        else:
+            self._push(c)
 
     def demand_operands(self, iid: int, slots: Sequence[tuple[int, L.Layout]], priority: int,
                         origin: tuple) -> None:

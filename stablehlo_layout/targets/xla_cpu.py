@@ -168,8 +168,12 @@ class XlaCpuTarget(Target):
                 continue  # the operands are one HLO tuple, not arrays
             # Rank-0 operands have nothing to choose; forwarded ones are the result.
             forwarded = len(ins.results) if engine.forwarding[iid] else 0
-            operands = tuple((n, L.default_layout(ov.rank)) for n, ov in enumerate(engine.op_values[iid][:len(ins.operands)])
-                             if ov.rank and n >= forwarded and ov.is_array)
+            ovs = engine.op_values[iid]
+            operands: tuple = ()
+            for n in range(forwarded, len(ins.operands)):
+                ov = ovs[n]
+                if ov.rank and ov.is_array:
+                    operands += ((n, L.default_layout(ov.rank)),)
             if operands:
                 # A large module has a few dozen distinct slot lists: keep one of each.
                 plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), None))
