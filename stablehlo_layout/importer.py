@@ -362,6 +362,10 @@ class _Importer:
         g = self.g
         comp = g.comps[cid]
         vid, value_comp = self.vid, self.value_comp
+        # The common cases of _instr and _new_value are written out below: they
+        # run once per op and per result.
+        tensor_types, add_value, hvalues = self.tensor_types, g.add_value, self.h.values
+        add_instr, hops, scope = g.add_instr, self.h.ops, self.scope
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -397,7 +401,9 @@ class _Importer:
                 attrs = dict(extracted)  # callers add capture bookkeeping to their own
             else:
                 attrs = _extract(op, name) if needs else {}
-            ins = self._instr(name, cid, operands, attrs, op.location, op)
+            ins = add_instr(name, cid, operands, attrs, op.location)  # _instr, written out
+            ins.scope = scope
+            hops.append(op)
             comp.instrs.append(ins.id)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
@@ -412,7 +418,16 @@ class _Importer:
                     self._walk_region(region, child)
             results = ins.results
             for r, res in enumerate(op.results):
-                results.append(self._new_value(res, res.type, ins.id, r, cid))
+                t = res.type
+                known = tensor_types.get(t)
+                if known is not None:
+                    val = add_value(ARRAY, known[0], known[1], ins.id, r)
+                    vid[res] = val.id
+                    hvalues.append(res)
+                    value_comp.append(cid)
+                    results.append(val.id)
+                else:
+                    results.append(self._new_value(res, t, ins.id, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":

@@ -1177,13 +1177,15 @@ class Engine:
             arrays = [i for i, v in enumerate(root.operands) if g.values[v].is_array]
             if any(cl.results[i] is None for i in arrays):
                 continue
-            demand = new_result(comp.id, tuple(cl.results), cl.priority,
-                                Origin("entry-result" if comp.is_entry else "computation-result", comp.root),
-                                self.round)
+            demand = None  # made for the first copy: most computations need none
             for i in arrays:
                 vid = root.operands[i]
                 want, have = cl.results[i], effective.get(vid, layouts[vid])
                 if want is not None and have is not None and want != have and g.values[vid].rank > 0:
+                    if demand is None:
+                        demand = new_result(comp.id, tuple(cl.results), cl.priority,
+                                            Origin("entry-result" if comp.is_entry else "computation-result",
+                                                   comp.root), self.round)
                     copies.append(CopyEdge(vid, have, want, comp.root, i, demand))
         entry = g.comps[g.entry]  # type: ignore[index]
         ecl = self.comp_layouts[entry.id]
