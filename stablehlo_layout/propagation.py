@@ -293,11 +293,11 @@ class Engine:
         self.variadic_reduce: list[bool] = []
         self.own_buffers: list[tuple[Value, ...]] = []  # own array buffers among the result leaves
         self.to_siblings = [r.to_siblings for r in self.rules]
-        self.array_operands: list[Sequence[tuple[int, Value]]] = []  # operands that can carry a choice
+        self.array_operands: list[tuple[int, ...]] = []  # operands that can carry a choice (numbers)
         # What a buffer constraint asks of the producer's operands: nothing for
         # parameters, roots, ops whose results are all scalars or vectors, and
         # tuple operands of ops that cannot change layout.
-        self.b2o: list[Sequence[tuple[int, Value]]] = []
+        self.b2o: list[tuple[int, ...]] = []
         # What an operand constraint derives inside its user, past the aliases:
         # None (a root), "stop", "all_reduce" (its result follows), or "go".
         self.o2r: list[str | None] = []
@@ -306,6 +306,7 @@ class Engine:
         add_operands, add_aliases = self.n_operands.append, self.alias_pairs.append
         add_variadic, add_own = self.variadic_reduce.append, self.own_buffers.append
         add_arrays, add_b2o, add_o2r = self.array_operands.append, self.b2o.append, self.o2r.append
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
         add_all, add_dfs, add_tshape = self.all_operands.append, self.dfs_of.append, self.tshape.append
         for ins, rule, lv, on in zip(instrs, self.rules, self.leaves, self.active):
             if not on:
@@ -350,8 +351,9 @@ class Engine:
                 lvs = [values[r] for r in lv]
                 add_own(tuple(r for r in lvs if r.is_array and r.buffer == r.id))
                 scalar_results = all(r.rank <= 1 or not r.is_array for r in lvs)
-            arrays = [(n, ov) for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
-                      if ov.rank > 1 and ov.is_array]
+            arrays = tuple([n for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
+                            if ov.rank > 1 and ov.is_array])
+            arrays = shared.setdefault(arrays, arrays)  # (0,), (0, 1), ...: a handful in all
             add_arrays(arrays)
             if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
                     or scalar_results):
@@ -622,8 +624,9 @@ class Engine:
         prio = self.current_priority
         layout = c.layout
         if not rule.can_change:
-            oc = self.oc
-            for n, ov in self.b2o[iid]:
+            oc, ovs = self.oc, self.op_values[iid]
+            for n in self.b2o[iid]:
+                ov = ovs[n]
                 if ov.rank == v.rank:
                     cur = oc.get((iid, n))
                     if cur is not None and (cur.layout == layout or cur.priority > prio):
@@ -638,13 +641,13 @@ class Engine:
         g = self.g
         ins = g.instrs[iid]
         if rule.broadcast:
-            for n, ov in self.b2o[iid]:
+            for n in self.b2o[iid]:
                 lay = rule.operand_from_output(g, ins, n, layout)  # type: ignore[misc]
                 if lay is not None:
                     self.set_operand_layout(lay, iid, n, True, self.dfs_of[iid], prio,
                                             ("broadcast-operand", iid, c.origin))
         elif not self.tshape[iid]:
-            for n, ov in self.b2o[iid]:
+            for n in self.b2o[iid]:
                 derive = self.target.operand_from_output(g, ins, n, layout, rule)
                 if derive is not None:
                     lay, name = derive
@@ -684,10 +687,10 @@ class Engine:
                     other = g.values[s].dims[dim]
                     if mine is None or (other is not None and other > mine):
                         return
-            oc, bc = self.oc, self.bc
+            oc, bc, ovs = self.oc, self.bc, self.op_values[iid]
             rank = ov.rank
-            for m, sv in self.array_operands[iid]:
-                if m == c.operand or sv.rank != rank:
+            for m in self.array_operands[iid]:
+                if m == c.operand or ovs[m].rank != rank:
                     continue
                 cur = oc.get((iid, m))
                 if cur is not None and (cur.layout == layout or cur.priority > prio):
