@@ -659,18 +659,23 @@ class Engine:
         iid = c.instr
         step = self.o2r[iid]
         g = self.g
-        ins = g.instrs[iid]
         rule = self.rules[iid]
-        leaves = self.leaves[iid]
-        # A custom call's output aliased to this operand follows it.
-        for out_index, operand_no in self.alias_pairs[iid]:
-            if (operand_no == c.operand and out_index < len(leaves)
-                    and g.values[leaves[out_index]].is_array):
-                self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                       self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
-        if step == "stop" or ins.attrs.get("layout_constrained"):
+        aliases = self.alias_pairs[iid]
+        if aliases:
+            # A custom call's output aliased to this operand follows it.
+            leaves = self.leaves[iid]
+            for out_index, operand_no in aliases:
+                if (operand_no == c.operand and out_index < len(leaves)
+                        and g.values[leaves[out_index]].is_array):
+                    self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
+                                           self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
+        if step == "stop":
+            return
+        ins = g.instrs[iid]
+        if ins.attrs and ins.attrs.get("layout_constrained"):
             return
         if step == "all_reduce":
+            leaves = self.leaves[iid]
             r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
             self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
                                    ("all-reduce-operand", iid, c.origin))
