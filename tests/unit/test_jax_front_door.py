@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from examples.models import EXAMPLES, cholesky_solve, mlp, specs_to_args  # noqa: E402
+from examples.models import EXAMPLES, mlp, specs_to_args  # noqa: E402
 
 AUTO = Layout.AUTO
 COL = Layout((1, 0))  # JAX major_to_minor (1, 0) == XLA minor_to_major {0,1}: column-major

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from jaxlib.mlir import ir
-
 from stablehlo_layout import mlir
 from stablehlo_layout.constraints import BufferConstraint, OperandConstraint, Origin
 from stablehlo_layout.importer import import_module
