@@ -280,13 +280,11 @@ class Engine:
         """The per-instruction and per-buffer facts the propagators read on every pop."""
         g = self.g
         values, instrs, comps = g.values, g.instrs, g.comps
-        # Every operand, implicit captures last.
-        self.all_operands: list[Sequence[int]] = []
         self.dfs_of: list[bool] = []
         # Is the HLO shape a tuple (several results, a tuple, a while, or a
         # parameter of a loop or branch computation)?
         self.tshape: list[bool] = []
-        self.op_values: list[Sequence[Value]] = []
+        self.op_values: list[Sequence[Value]] = []  # every operand, implicit captures last
         self.n_results: list[int] = []
         self.n_operands: list[int] = []
         self.alias_pairs: list = []
@@ -307,10 +305,9 @@ class Engine:
         add_variadic, add_own = self.variadic_reduce.append, self.own_buffers.append
         add_arrays, add_b2o, add_o2r = self.array_operands.append, self.b2o.append, self.o2r.append
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        add_all, add_dfs, add_tshape = self.all_operands.append, self.dfs_of.append, self.tshape.append
+        add_dfs, add_tshape = self.dfs_of.append, self.tshape.append
         for ins, rule, lv, on in zip(instrs, self.rules, self.leaves, self.active):
             if not on:
-                add_all(())
                 add_dfs(False)
                 add_tshape(False)
                 add_values(())
@@ -324,8 +321,7 @@ class Engine:
                 add_o2r(None)
                 continue
             op = ins.op
-            ops = ins.operands + ins.captures if ins.captures else ins.operands
-            add_all(ops)
+            ops = ins.operands + ins.captures if ins.captures else ins.operands  # captures last
             if op == "root":
                 add_dfs(False)
                 ts = False
@@ -423,10 +419,6 @@ class Engine:
                 if values[r].is_array and values[r].rank > 1:
                     return False
         return True
-
-    def forwards_operand(self, iid: int, n: int) -> bool:
-        """The user aliases this operand's buffer into its own result (points-to)."""
-        return self.forwarding[iid] and n < len(self.g.instrs[iid].results)
 
     # -- setting constraints (XLA's Set*Layout) ------------------------------
     # ``origin`` may be an Origin or the tuple to build one from (see as_origin).
