@@ -154,6 +154,16 @@ def test_final_text_bytes_without_a_temporary_directory(ctx: ir.Context, monkeyp
     assert mlir.final_text_bytes(module) == expected
 
 
+def test_final_text_bytes_refuses_a_dump_it_does_not_recognise(ctx: ir.Context, monkeypatch) -> None:
+    """No dump where one was written is a bug to report, not a reason to print another way."""
+    import glob
+
+    module = mlir.load(ADD_TEXT, "add.mlir", ctx)
+    monkeypatch.setattr(glob, "glob", lambda *a, **k: [])
+    with pytest.raises(PassError, match="IR printer wrote 0 dump"):
+        mlir.final_text_bytes(module)
+
+
 def test_bytecode_round_trip(ctx: ir.Context) -> None:
     module = mlir.load(ADD_TEXT, "add.mlir", ctx)
     data = mlir.to_bytecode(module)
