@@ -17,7 +17,7 @@ from typing import Any
 
 from . import layout as L
 from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
-from .graph import Graph, Value
+from .graph import Graph, Value, shape_text
 from .propagation import Assignment, CopyGroup, Engine, copy_groups
 
 SCHEMA = "stablehlo-layout.explain/1"
@@ -503,7 +503,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanat
         fix, note = fixer.best(group) if fixes else (None, "")
         reports.append(CopyReport(
             index=n,
-            shape=str(L.ArrayShape(v.element, v.dims)),
+            shape=shape_text(v),
             src=group.edges[0].src,
             dst=group.dst,
             producer={"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
@@ -558,7 +558,7 @@ def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) ->
 # --- rendering -----------------------------------------------------------------
 
 
-def _fmt_bytes(n: int) -> str:
+def fmt_bytes(n: int) -> str:
     """Exact bytes while they are easy to read, binary units beyond."""
     if n < 10 * 1024:
         return f"{n} B"
@@ -590,13 +590,13 @@ def render_copy(r: CopyReport) -> str:
                      "one copy serves them all")
     if r.in_loop:
         if r.total_bytes is None:
-            lines.append(f"  cost: {_fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
+            lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
         else:
             trips = " x ".join(str(t) for t in r.loop_trips)
-            lines.append(f"  cost: {_fmt_bytes(r.bytes)} per iteration x {trips} iterations = "
-                         f"{_fmt_bytes(r.total_bytes)} per execution")
+            lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration x {trips} iterations = "
+                         f"{fmt_bytes(r.total_bytes)} per execution")
     else:
-        lines.append(f"  cost: {_fmt_bytes(r.bytes)} per execution")
+        lines.append(f"  cost: {fmt_bytes(r.bytes)} per execution")
     lines.append(f"  the consumer wants {L.format_layout(r.dst)} because:")
     lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.consumer_chain))
     lines.append(f"  the producer has {L.format_layout(r.src)} because:")
@@ -616,14 +616,14 @@ def render_copy(r: CopyReport) -> str:
 def render_summary(e: Explanation) -> str:
     known = sum(c.total_bytes for c in e.copies if c.total_bytes is not None)
     unknown = [c for c in e.copies if c.total_bytes is None]
-    moved = f"{_fmt_bytes(known)} moved per execution"
+    moved = f"{fmt_bytes(known)} moved per execution"
     if unknown:
         moved += (f", plus {len(unknown)} cop{'y' if len(unknown) == 1 else 'ies'} in loops of unknown trip "
-                  f"count ({_fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")
+                  f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")
     lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, {moved} "
              f"(target {e.target}, entry layouts {e.entry_layouts})"]
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
-        lines.append(f"  {n} x {rule_text(reason)} ({reason}): {_fmt_bytes(b)}")
+        lines.append(f"  {n} x {rule_text(reason)} ({reason}): {fmt_bytes(b)}")
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
     shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if p not in free_of_cost]
     for p in shown:
@@ -645,6 +645,69 @@ def render_summary(e: Explanation) -> str:
 # --- trace -------------------------------------------------------------------
 
 
+# The wording of a trace, shared by ``render_trace`` and the trace page (which
+# fills the same templates in the browser from the page's data), so the two
+# can never say a step differently.
+_FACT = "{subject} = {layout}  [{kind}; {rule}; {strength}, {order}, priority {priority}]"
+TRACE_WORDS: dict[str, str] = {
+    "header": "round {round}, current priority {round}: {comp}",
+    "fact": _FACT,
+    "pop": "pop {n}: " + _FACT,
+    "derived": "+ {subject} = {layout}{was}  [{kind}; {rule}; {strength}, priority {priority}]",
+    "was": " (was {layout})",
+    "mandatory": "mandatory",
+    "not-mandatory": "derived",
+    "dfs": "dfs",
+    "bfs": "bfs",
+    # Only the page says these.
+    "why": "why: {text}",
+    "why-note": "why: {text} ({note})",
+    "origin-source": "origin: a source (nothing before it)",
+    "origin-chain": "origin (derived from, back to the source):",
+    "link": "\u2190 {subject} = {layout}  [{rule}; {text}]",
+    "more": "\u2026 {n} more \u2026",
+    "changed": "\u0394 {subject}: {before} \u2192 {after}",
+    "unset": "unset",
+    "step-start": "step 0 / {last}: start",
+    "step-end": "step {last} / {last}: end state",
+    "step-pop": "step {step} / {last}: pop {step} of {pops}",
+    "nothing-popped": "(none)",
+    "done": "(done: the worklist is empty)",
+    "waiting": "({n} waiting)",
+    "badge-priority": "priority {n}",
+    "badge-mandatory": "mandatory",
+    "badge-not-mandatory": "derived (not mandatory)",
+    "badge-dfs": "dfs (front)",
+    "badge-bfs": "bfs (back)",
+    "badge-round": "round {n}",
+    "badge-rule": "rule: {rule}",
+    "wants": "wants {layout}",
+    "wants-other": "\u2260 wants {layout}",
+    "pinned-tag": "  [PINNED]",
+    "more-results": "+{n} more",
+    "expand": "\u25b8 expand {what}",
+    "collapse": "\u25be collapse {what}",
+    "popped-tag": "\u25b6 POPPED",
+    "derived-tag": "+ DERIVED",
+    "changed-tag": "\u0394 CHANGED",
+    "no-copies": "no copies",
+}
+
+
+def comp_label(g: Graph, cid: int) -> str:
+    comp = g.comps[cid]
+    return f"@{comp.name}" if comp.kind == "func" else comp.name
+
+
+def fact_words(g: Graph, f: Origin) -> dict[str, Any]:
+    """The fields a trace line fills in for one fact (see ``TRACE_WORDS``)."""
+    c = link_of(g, f)
+    return {"subject": c.subject, "layout": c.layout, "kind": c.kind, "rule": c.rule, "priority": c.priority,
+            "strength": TRACE_WORDS["mandatory" if c.mandatory else "not-mandatory"],
+            "order": TRACE_WORDS["dfs" if f.dfs else "bfs"],
+            "was": TRACE_WORDS["was"].format(layout=L.format_layout(f.was)) if f.was is not None else ""}
+
+
 def render_trace(a: Assignment) -> str:
     """Every worklist pop in order: what was popped, from where, and what it set."""
     g = a.graph
@@ -653,16 +716,8 @@ def render_trace(a: Assignment) -> str:
     for n, ev in enumerate(a.trace or (), 1):
         if (ev.round, ev.comp) != last:
             last = (ev.round, ev.comp)
-            comp = g.comps[ev.comp]
-            name = f"@{comp.name}" if comp.kind == "func" else comp.name
-            lines.append(f"round {ev.round}, current priority {ev.round}: {name}")
-        c = link_of(g, ev.constraint)
-        dfs = "dfs" if ev.constraint.dfs else "bfs"
-        flags = f"{'mandatory' if c.mandatory else 'derived'}, {dfs}, priority {c.priority}"
-        lines.append(f"  pop {n}: {c.subject} = {c.layout}  [{c.kind}; {c.rule}; {flags}]")
+            lines.append(TRACE_WORDS["header"].format(round=ev.round, comp=comp_label(g, ev.comp)))
+        lines.append("  " + TRACE_WORDS["pop"].format(n=n, **fact_words(g, ev.constraint)))
         for d in ev.derived:
-            dl = link_of(g, d)
-            was = f" (was {L.format_layout(d.was)})" if d.was is not None else ""
-            lines.append(f"      + {dl.subject} = {dl.layout}{was}  [{dl.kind}; {dl.rule}; "
-                         f"{'mandatory' if dl.mandatory else 'derived'}, priority {dl.priority}]")
+            lines.append("      " + TRACE_WORDS["derived"].format(**fact_words(g, d)))
     return "\n".join(lines) + "\n"

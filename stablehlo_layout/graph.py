@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .layout import Dims, Layout
+from .layout import ArrayShape, Dims, Layout
 
 # Value kinds.  Only arrays carry layouts.
 ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
@@ -147,3 +147,19 @@ class Graph:
         if ins.op == "root":
             return f"{self.comps[ins.comp].name}.result{operand}"
         return f"{ins.loc or ins.op}#{operand}"
+
+
+def shape_text(v: Value, lay: Layout | None = None, g: Graph | None = None,
+               layouts: list[Layout | None] | None = None) -> str:
+    """A value's XLA shape text, ``f32[16,4]`` or with a layout ``f32[16,4]{0,1}``.
+
+    A tuple spells its elements when ``g`` and their ``layouts`` are given.
+    The one place shapes of graph values are written out.
+    """
+    if v.kind == ARRAY:
+        return str(ArrayShape(v.element, v.dims, lay))  # type: ignore[arg-type]
+    if v.kind == TOKEN:
+        return "token[]"
+    if v.elements is not None and g is not None and layouts is not None:
+        return "(" + ", ".join(shape_text(g.values[e], layouts[e], g, layouts) for e in v.elements) + ")"
+    return "()"

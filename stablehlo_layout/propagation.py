@@ -44,12 +44,19 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class TraceEvent:
-    """One worklist pop: the popped constraint as it was, and what its propagation set."""
+    """One worklist pop: the popped constraint as it was, and what its propagation set.
+
+    ``seeds`` is set on the first pop of each worklist run (one ``propagate``
+    call): the deque as the run began, front first.  Every later state of the
+    deque follows from it and the derived lists (DFS to the front, BFS to the
+    back), so a reader can replay the deque without guessing.
+    """
 
     round: int
     comp: int
     constraint: Origin
     derived: list[Origin]
+    seeds: list[Origin] | None = None
 
 
 @dataclass
@@ -117,6 +124,7 @@ class Engine:
         self.target = target
         self.entry_mode = entry_mode
         self.trace: list[TraceEvent] | None = [] if trace else None
+        self._run_seeds: list[Origin] | None = None  # the current run's initial deque, until its first pop
         # Exact: run every round and every computation through the worklist,
         # so that traces and explanations show XLA's steps and numbering.
         self.exact = exact or trace
@@ -551,6 +559,8 @@ class Engine:
         work: deque[Constraint] = deque()
         self._drain(work, None)
         added, tracing = self.added, self.trace is not None
+        if tracing:
+            self._run_seeds = [c.origin for c in work]
         values, op_values, n_operands = self.g.values, self.op_values, self.n_operands
         oc, o2r, b2o = self.oc, self.o2r, self.b2o
         consumers, back_edges = self.consumers, self.back_edges
@@ -598,7 +608,8 @@ class Engine:
         if self.trace is not None and popped is not None:
             # Constraints change in place later; the trace keeps them as they were.
             self.trace.append(TraceEvent(self.round, self.comp, popped.origin,
-                                         [c.origin for c in self.added]))
+                                         [c.origin for c in self.added], self._run_seeds))
+            self._run_seeds = None
         for c in self.added:
             if c.dfs:
                 work.appendleft(c)

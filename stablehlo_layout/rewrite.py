@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from . import layout as L
-from .graph import ARRAY, TOKEN, Graph, Value
+from .graph import ARRAY, TOKEN, Graph, Value, shape_text
 from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
 
@@ -64,17 +64,6 @@ class _Attrs:
         if a is None:
             a = self.strings[s] = ir.StringAttr.get(s)
         return a
-
-
-def shape_text(v: Value, lay: L.Layout | None, g: Graph | None = None,
-               layouts: list[L.Layout | None] | None = None) -> str:
-    if v.kind == ARRAY:
-        return str(L.ArrayShape(v.element, v.dims, lay))
-    if v.kind == TOKEN:
-        return "token[]"
-    if v.elements is not None and g is not None and layouts is not None:
-        return "(" + ", ".join(shape_text(g.values[e], layouts[e], g, layouts) for e in v.elements) + ")"
-    return "()"
 
 
 def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list[InsertedCopy]:

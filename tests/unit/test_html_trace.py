@@ -24,8 +24,8 @@ import pytest
 
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import analyze
-from stablehlo_layout.explain import explain, render_trace
-from stablehlo_layout.html import deque_states, plan_calls, render_trace_html, write_trace_html
+from stablehlo_layout.explain import TRACE_WORDS, explain, render_trace
+from stablehlo_layout.html import SCHEMA, _row, deque_states, plan_calls, render_trace_html, write_trace_html
 from stablehlo_layout import propagation as P
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,14 +80,27 @@ def test_page_is_self_contained(tmp_path):
 def test_page_carries_the_trace_compactly():
     html, a, _ = _page(SEED)
     data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
+    schema = data["schema"]
+    assert schema == {k: list(v) for k, v in SCHEMA.items()}  # the page reads field names from here
     assert len(data["calls"]) >= 2  # one worklist run per round here
-    n, p, events = 0, 0, data["events"]
-    while p < len(events):
-        p += 4 + events[p + 3]
-        n += 1
-    assert n == len(a.trace)
-    assert len(data["copies"]) == 1 and data["copies"][0][3] == 256
-    assert len(data["facts"]) % 12 == 0
+    assert len(data["events"]) == len(a.trace)
+    assert all(len(e) == len(schema["event"]) for e in data["events"])
+    copy = dict(zip(schema["copy"], data["copies"][0]))
+    assert len(data["copies"]) == 1 and copy["bytes"] == 256
+    assert copy["title"] == "copy #1: f32[16,4] {1,0} \u2192 {0,1}"
+    assert len(data["facts"]) % len(schema["fact"]) == 0
+    # Sentences come from explain's templates, not from the page's code.
+    assert data["words"] == TRACE_WORDS
+    page_js = (ROOT / "stablehlo_layout" / "trace_page" / "page.js").read_text()
+    for words in ("\"pop ", "current priority", " waiting)", "derived (not", "entry function", "moved per",
+                  "drawn at its first call", "nothing popped"):
+        assert words not in page_js, words
+
+
+def test_data_records_follow_the_schema():
+    with pytest.raises(ValueError, match="do not match the schema"):
+        _row("result", value=1, layout=2)
+    assert _row("result", pinned=1, value=1, layout=2) == [1, 2, 1]
 
 
 def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
@@ -123,7 +136,7 @@ def test_each_round_is_one_worklist_run_seeded_by_the_entry():
     plans = plan_calls(a.trace)
     assert [p.start for p in plans] == [0, 8]
     # Seeds: the entry result (popped first) and the pinned parameter (popped last).
-    assert [a.trace[s].constraint.rule for p in plans for s in p.seeds] == [
+    assert [s.rule for p in plans for s in p.seeds] == [
         "entry-result", "entry-parameter", "entry-result", "entry-parameter"]
 
 
@@ -434,3 +447,13 @@ def test_large_module_draws_only_what_is_in_view(browser, tmp_path):
     assert browser.text("#pop").startswith(f"pop {len(a.trace) // 2}: ")
     browser.key("End", 35)
     assert browser.js("traceState().step") == len(a.trace) + 1
+
+
+@pytest.mark.parametrize("rel", ["tests/lit/Inputs/jax/cholesky.mlir", "tests/lit/Inputs/jax/solve.mlir"])
+def test_every_seed_is_popped_once_where_the_replay_says(rel):
+    _, a, _ = _analyze(rel, "xla-cpu")
+    for p in plan_calls(a.trace):
+        assert len(p.seed_pops) == len(p.seeds) > 0
+        # The seed's constraint is the one that pop took: same kind and target.
+        assert [(s.kind, s.target) for s in p.seeds] == [
+            (a.trace[i].constraint.kind, a.trace[i].constraint.target) for i in p.seed_pops]
