@@ -10,6 +10,7 @@ from jaxlib.mlir import ir
 
 from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import PassError
+from stablehlo_layout.options import check_entry_mode
 from stablehlo_layout.targets import get_target
 
 
@@ -24,8 +25,7 @@ class LayoutAssignmentPass:
 
     def __post_init__(self) -> None:
         get_target(self.target)  # an unknown target fails when the pipeline is built
-        if self.entry_layouts not in ("default", "free"):
-            raise PassError(f"entry-layouts must be default or free, not {self.entry_layouts!r}")
+        check_entry_mode(self.entry_layouts)
 
     def __call__(self, op: ir.Operation, pass_: object) -> None:
         # Handles from an earlier run are dead here: the importer walks afresh.

@@ -21,8 +21,7 @@ import tempfile
 from typing import NoReturn, Sequence
 
 from .errors import InputError, PassError
-
-TARGETS = ("generic", "xla-cpu", "xla-gpu")
+from .options import ENTRY_MODES
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,9 +33,11 @@ class _Parser(argparse.ArgumentParser):
 def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("input", metavar="INPUT",
                    help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin")
+    from .targets import TARGET_NAMES
+
     a.add_argument("--target", default="generic",
-                   help=f"backend rules: {', '.join(TARGETS)} (default: generic)")
-    a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
+                   help=f"backend rules: {', '.join(TARGET_NAMES)} (default: generic)")
+    a.add_argument("--entry-layouts", choices=ENTRY_MODES, default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",

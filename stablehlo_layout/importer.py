@@ -86,9 +86,6 @@ def _facts_of(name: str) -> tuple[Any, bool, str, str | None]:
     return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind, _ONE_ATTRIBUTE.get(short)
 
 
-_op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
-
-
 def _int_list(attr: ir.Attribute) -> list[int]:
     if isinstance(attr, ir.DenseI64ArrayAttr):
         return list(attr)
@@ -210,6 +207,8 @@ class _Importer:
         self.optimistic = optimistic
         self.g = Graph()
         self.h = Handles()
+        # What each op name means to the walk (``_facts_of``), worked out once per name.
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         # Per computation: captured outer value id -> local parameter value id.
@@ -366,6 +365,7 @@ class _Importer:
         # run once per op and per result.
         tensor_types, add_value, hvalues = self.tensor_types, g.add_value, self.h.values
         add_instr, hops, scope = g.add_instr, self.h.ops, self.scope
+        op_facts = self.op_facts
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -387,9 +387,9 @@ class _Importer:
                 vid[op.results[0]] = operands[0]
                 self.stale_copies.append(op)
                 continue
-            facts = _op_facts.get(name)
+            facts = op_facts.get(name)
             if facts is None:
-                facts = _op_facts[name] = _facts_of(name)
+                facts = op_facts[name] = _facts_of(name)
             rule, needs, tuple_kind, keyed_by = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1

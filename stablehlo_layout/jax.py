@@ -94,7 +94,7 @@ def _xla_element(dtype: Any) -> str:
 
 
 def _shape_text(shape: Sequence[int], dtype: Any) -> str:
-    return f"{_xla_element(dtype)}[{','.join(map(str, shape))}]"
+    return str(L.ArrayShape(_xla_element(dtype), tuple(shape)))
 
 
 _ARG_SPEC = re.compile(r"\s*([a-z][a-z0-9]*)\[([^\]]*)\]\s*(\{[^}]*\})?\s*")

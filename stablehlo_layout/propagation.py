@@ -36,6 +36,7 @@ from .constraints import (
 )
 from .errors import PassError
 from .graph import Graph, Instruction, Value
+from .options import check_entry_mode
 from .rules import OpRule, dfs_for
 
 if TYPE_CHECKING:
@@ -118,8 +119,7 @@ class Assignment:
 class Engine:
     def __init__(self, graph: Graph, target: "Target", entry_mode: str = "default",
                  trace: bool = False, exact: bool = False) -> None:
-        if entry_mode not in ("default", "free"):
-            raise PassError(f"unknown entry layout mode {entry_mode!r} (expected default or free)")
+        check_entry_mode(entry_mode)
         self.g = graph
         self.target = target
         self.entry_mode = entry_mode

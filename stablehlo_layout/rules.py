@@ -14,6 +14,7 @@ StableHLO, MHLO and CHLO op onto the HLO opcode whose behaviour it shares.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable
 
 from . import layout as L
@@ -192,28 +193,25 @@ RULES["func.call"] = OpRule("call", can_change=True)
 
 # CHLO: elementwise unless known otherwise.  Explicit-broadcast forms accept
 # lower-rank operands, which the identity rule leaves alone.
-_CHLO_CAN_CHANGE = {"constant": "constant", "constant_like": "constant", "ragged_dot": "ragged-dot"}
-_CHLO_CANNOT_CHANGE = {"top_k": "topk", "scan": "scan"}
+for _short, _hlo in {"constant": "constant", "constant_like": "constant", "ragged_dot": "ragged-dot"}.items():
+    RULES[f"chlo.{_short}"] = OpRule(_hlo, can_change=True)
+for _short, _hlo in {"top_k": "topk", "scan": "scan"}.items():
+    RULES[f"chlo.{_short}"] = OpRule(_hlo, can_change=False)
+# The table is complete here: nothing adds to it at run time.
+RULES = MappingProxyType(RULES)  # type: ignore[assignment]
 
 
 def rule_for(op: str) -> OpRule:
+    """The rule of an op by name; a name the table lacks gets a rule made for it
+    (a fresh value each time: the table itself never changes)."""
     rule = RULES.get(op)
     if rule is not None:
         return rule
     if op.startswith("chlo."):
-        short = op[5:]
-        if short in _CHLO_CAN_CHANGE:
-            rule = OpRule(_CHLO_CAN_CHANGE[short], can_change=True)
-        elif short in _CHLO_CANNOT_CHANGE:
-            rule = OpRule(_CHLO_CANNOT_CHANGE[short], can_change=False)
-        else:
-            rule = OpRule(short, can_change=False)
-    else:
-        # Unknown: it may change layout, and its operands and results are
-        # pinned to the default layout (see engine), never guessed.
-        rule = OpRule(op, can_change=True, known=False)
-    RULES[op] = rule
-    return rule
+        return OpRule(op[5:], can_change=False)
+    # Unknown: it may change layout, and its operands and results are
+    # pinned to the default layout (see engine), never guessed.
+    return OpRule(op, can_change=True, known=False)
 
 
 def dfs_for(g: "Graph", ins: "Instruction", rule: OpRule) -> bool:

@@ -17,10 +17,11 @@ from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
 from .xla_gpu import XlaGpuTarget
 
-# Names the CLI and the pass accept besides files and entry points.
-TARGET_NAMES = ("generic", "xla-cpu", "xla-gpu")
+# The built-in targets by the name each class carries; the CLI and the pass
+# accept these besides files and entry points.
+_BUILTIN: dict[str, type[Target]] = {cls.name: cls for cls in (GenericTarget, XlaCpuTarget, XlaGpuTarget)}
+TARGET_NAMES = tuple(_BUILTIN)
 ENTRY_POINT_GROUP = "stablehlo_layout.targets"
-_BUILTIN = {"generic": GenericTarget, "xla-cpu": XlaCpuTarget, "xla-gpu": XlaGpuTarget}
 
 
 def get_target(name: str) -> tuple[Target, str | None]:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import load_text
+
 CLI = [sys.executable, "-m", "stablehlo_layout.cli"]
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +73,7 @@ def bad_input(tmp_path: Path, name: str, data: bytes, reason: str,
 def valid_bytecode() -> bytes:
     from stablehlo_layout import mlir
 
-    return mlir.to_bytecode(mlir.load(VALID.encode(), "valid.mlir", mlir.make_context()))
+    return mlir.to_bytecode(load_text(VALID, "valid.mlir"))
 
 
 # --------------------------------------------------------------------------
@@ -239,10 +241,9 @@ def _check_output(out: str) -> None:
     """The output loads again and every op with ranked-tensor results has xla_shape."""
     from jaxlib.mlir import ir
 
-    from stablehlo_layout import mlir
     from stablehlo_layout.importer import nested_ops
 
-    m = mlir.load(out.encode(), "out.mlir", mlir.make_context())
+    m = load_text(out, "out.mlir")
     for op in nested_ops(m.operation):
         if op.name in ("func.func", "func.return", "stablehlo.return"):
             continue

@@ -11,8 +11,8 @@ import pytest
 from jaxlib.mlir import ir
 
 from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze, assign_module
 from stablehlo_layout.explain import SCHEMA, explain, render_trace
+from tests.conftest import analyze_text, assign_text, load_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA_DOC = json.load(open(os.path.join(ROOT, "docs", "explain.schema.json")))
@@ -67,9 +67,7 @@ def cases() -> dict[str, tuple[str, str]]:
 
 
 def run_explain(text: str, target: str):
-    ctx = mlir.make_context()
-    module = mlir.load(text.encode(), "t.mlir", ctx)
-    _, a, _ = analyze(module, target, "default")
+    _, a, _ = analyze_text(text, target)
     return explain(a)
 
 
@@ -103,8 +101,8 @@ def test_bytes_and_loop_trip_count():
 
 def _apply(text: str, change: str, index: int, mode: str) -> str:
     """Write a fix into the module the way a user would: an mhlo.layout_mode attribute."""
-    ctx = mlir.make_context()
-    module = mlir.load(text.encode(), "t.mlir", ctx)
+    module = load_text(text)
+    ctx = module.context
     main = next(f for f in module.body.operations if ir.StringAttr(f.attributes["sym_name"]).value == "main")
     key = "arg_attrs" if change.endswith("parameter") else "res_attrs"
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
@@ -132,9 +130,7 @@ def test_each_fix_really_removes_its_copy(name):
     for r in fixed:
         mode = re.search(r'mhlo.layout_mode = "([^"]+)"', r.fix.description).group(1)
         changed = _apply(text, r.fix.change, r.fix.index, mode)
-        ctx = mlir.make_context()
-        module = mlir.load(changed.encode(), "t.mlir", ctx)
-        result = assign_module(module, target, "default")
+        result = assign_text(changed, target)
         edges = {(c["op"], c["location"], c["operand"]) for c in r.consumers}
         g = result.graph
         remaining = {(g.instrs[e.consumer].op, g.instrs[e.consumer].loc, e.operand)
@@ -155,9 +151,7 @@ def test_trace_is_deterministic_and_complete():
     text, target = cases()["seed"]
     outs = []
     for _ in range(2):
-        ctx = mlir.make_context()
-        module = mlir.load(text.encode(), "t.mlir", ctx)
-        _, a, _ = analyze(module, target, "default", trace=True)
+        _, a, _ = analyze_text(text, target, trace=True)
         outs.append(render_trace(a))
     assert outs[0] == outs[1]
     assert outs[0].count("pop ") == len(a.trace)
@@ -166,9 +160,7 @@ def test_trace_is_deterministic_and_complete():
 
 def test_python_api_copies_explain_themselves():
     text, target = cases()["seed"]
-    ctx = mlir.make_context()
-    module = mlir.load(text.encode(), "t.mlir", ctx)
-    result = assign_module(module, target)
+    result = assign_text(text, target)
     (copy,) = result.copies
     assert copy.explain().startswith("copy #1: f32[16,4] {1,0} -> {0,1}")
     assert "fix: leave parameter 0 unpinned" in copy.explain()

@@ -14,24 +14,25 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import InputError, PassError
+from stablehlo_layout.options import ENTRY_MODES
+from stablehlo_layout.targets import TARGET_NAMES
+from tests.conftest import assign_text
 
 LIT = Path(__file__).resolve().parents[1] / "lit"
 INPUTS = sorted(p for p in list(LIT.glob("*.mlir")) + list(LIT.glob("Inputs/**/*.mlir")))
 
 
 def _run(data: bytes, name: str, target: str, mode: str, exact: bool) -> tuple[str, int, int]:
-    m = mlir.load(data, name, mlir.make_context())
-    r = assign_module(m, target, mode, exact=exact)
-    return mlir.print_module(m, debuginfo=True), r.assignment.rounds, r.assignment.rounds_computed
+    r = assign_text(data, target, mode, name=name, exact=exact)
+    return mlir.print_module(r.module, debuginfo=True), r.assignment.rounds, r.assignment.rounds_computed
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=[str(p.relative_to(LIT)) for p in INPUTS])
 def test_fast_and_exact_runs_print_the_same_module(path: Path):
     data = path.read_bytes()
-    for target in ("generic", "xla-cpu", "xla-gpu"):
-        for mode in ("default", "free"):
+    for target in TARGET_NAMES:
+        for mode in ENTRY_MODES:
             try:
                 fast, rounds, computed = _run(data, path.name, target, mode, exact=False)
             except (InputError, PassError):

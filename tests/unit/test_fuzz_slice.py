@@ -38,9 +38,9 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
 from tests.fuzz.generator import generate, generate_text, verifies
 from tests.fuzz.properties import TARGETS, Cache, _pins, check_program, check_target, layout_signature
+from tests.conftest import assign_text, load_text
 
 SEEDS = range(25)
 REPO = Path(__file__).resolve().parents[2]
@@ -108,9 +108,8 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path, target):
 
 
 def _assign(text: str, target: str = "generic", mode: str = "default"):
-    m = mlir.load(text.encode(), "repro.mlir", mlir.make_context())
-    r = assign_module(m, target, mode)
-    return mlir.print_module(m), r
+    r = assign_text(text, target, mode, name="repro.mlir")
+    return mlir.print_module(r.module), r
 
 
 B1_CASE_CAPTURE = """\
@@ -295,7 +294,7 @@ def test_b6_reduce_body_is_left_unannotated_and_prints_back():
     """A reducer body is scalar and has no layout: it stays as written, so the
     printer's compact form loses nothing and the output reads back the same."""
     out, _ = _assign(B6_REDUCE)
-    m = mlir.load(out.encode(), "out.mlir", mlir.make_context())
+    m = load_text(out, "out.mlir")
     reduce = next(op for op in m.body.operations[0].regions[0].blocks[0].operations
                   if op.operation.name == "stablehlo.reduce")
     assert "xla_shape" in reduce.attributes

@@ -27,6 +27,7 @@ from stablehlo_layout.assignment import analyze
 from stablehlo_layout.explain import TRACE_WORDS, explain, render_trace
 from stablehlo_layout.html import SCHEMA, _row, deque_states, plan_calls, render_trace_html, write_trace_html
 from stablehlo_layout import propagation as P
+from tests.conftest import analyze_text
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = "examples/pinned_transpose.mlir"
@@ -38,12 +39,9 @@ def _with_path(text: str, path: str) -> str:
 
 
 def _analyze(rel: str, target: str = "generic", text: str | None = None):
-    ctx = mlir.make_context()
     if text is None:
-        module = mlir.read_input(str(ROOT / rel), ctx)
-    else:
-        module = mlir.load(text.encode(), rel, ctx)
-    return analyze(module, target, "default", trace=True)
+        return analyze(mlir.read_input(str(ROOT / rel), mlir.make_context()), target, "default", trace=True)
+    return analyze_text(text, target, name=rel, trace=True)
 
 
 def _page(rel: str, target: str = "generic", fixes: bool = True) -> tuple[str, object, object]:

@@ -27,11 +27,6 @@ module @m {
 """
 
 
-@pytest.fixture(scope="module")
-def ctx() -> ir.Context:
-    return mlir.make_context()
-
-
 def op_names(module: ir.Module) -> list[str]:
     names: list[str] = []
 

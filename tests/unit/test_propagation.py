@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from stablehlo_layout import mlir
 from stablehlo_layout.constraints import BufferConstraint, OperandConstraint, Origin
 from stablehlo_layout.importer import import_module
 from stablehlo_layout.propagation import Engine, assign_layouts
 from stablehlo_layout.targets import GenericTarget
+from tests.conftest import load_text
 
 
 def graph_of(text: str):
-    ctx = mlir.make_context()
-    module = mlir.load(text.encode(), "test.mlir", ctx)
+    module = load_text(text, "test.mlir")
     g, _ = import_module(module)
     return g, module
 

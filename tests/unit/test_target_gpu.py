@@ -13,14 +13,13 @@ from stablehlo_layout.targets import XlaGpuTarget, get_target
 from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
+from tests.conftest import assign_text
 
 GPU_LIT_FILES = sorted((Path(__file__).resolve().parents[1] / "lit").glob("xla_gpu_*.mlir"))
 
 
 def run(text: str, target="xla-gpu", entry_layouts: str = "default"):
-    ctx = mlir.make_context()
-    m = mlir.load(text.encode(), "t.mlir", ctx)
-    r = assign_module(m, target, entry_layouts, exact=True)  # origins() reads provenance
+    r = assign_text(text, target, entry_layouts, exact=True)  # origins() reads provenance
     assert r.warnings == []
     return r
 

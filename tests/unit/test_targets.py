@@ -7,10 +7,9 @@ import textwrap
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import PassError
 from stablehlo_layout.targets import ENTRY_POINT_GROUP, GenericTarget, Target, XlaCpuTarget, get_target
+from tests.conftest import assign_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "targets", "column_major_dots.py")
@@ -23,9 +22,7 @@ func.func public @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4
 
 
 def copies_with(target) -> list:
-    ctx = mlir.make_context()
-    module = mlir.load(DOT.encode(), "t.mlir", ctx)
-    return assign_module(module, target).copies
+    return assign_text(DOT, target).copies
 
 
 def test_builtin_names():

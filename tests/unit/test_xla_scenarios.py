@@ -433,7 +433,19 @@ def test_TupleCopyOnLayoutMismatch() -> None:
     ("SharedBranchComputationMismatch.hlo", "default"),
 ])
 def test_pass_succeeds(name: str, mode: str) -> None:
-    run(name, mode)
+    """XLA's test asks only that the pass succeeds; ours also checks that what it
+    produced is whole: every array has a layout of its rank, every copy moves a
+    value from the layout it has to one it lacks, and the module verifies."""
+    o = run(name, mode)
+    for v in o.g.values:
+        if v.is_array:
+            lay = o.a.layouts[v.id]
+            assert lay is not None and sorted(lay) == list(range(v.rank)), (v.id, lay)
+    for e in o.a.copies:
+        assert e.src == o.a.layouts[e.value] and e.dst != e.src
+        assert sorted(e.dst) == list(range(o.g.values[e.value].rank))
+    assert len(o.r.copies) <= len(o.a.copies)  # copies shared per (value, layout)
+    assert o.r.module.operation.verify()
 
 
 # ---------------------------------------------------------------------------
