@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from . import layout as L
-from .graph import ARRAY, TOKEN, Graph, Value, shape_text
+from .graph import ARRAY, Graph, Value, shape_text
 from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
 
