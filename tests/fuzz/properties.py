@@ -411,7 +411,7 @@ class _Layouts:
             if got is not None and got != lay:
                 self.bad("missing-copy", f"@main result {i}: returns {L.format_layout(got)}, declared {mode}")
         # A result pin binds only when every result layout is given: XLA ignores a
-        # partially set result layout (reference §8.1 "Root handling", lit
+        # partially set result layout (XLA §8.1 "Root handling", lit
         # entry_partial_result.mlir).  Parameter pins always bind.
         res_pins = original_pins.get("result", [])
         res_pins = res_pins + [None] * (len(term.operands) - len(res_pins))

@@ -3,19 +3,19 @@
 // broadcast_in_dim (HLO broadcast) can change layout, but its operand layout is
 // a hard function of the output layout: the output minor_to_major filtered to
 // the broadcast dimensions, keeping their relative order, renumbered to operand
-// dims (GetBroadcastLayoutFromOutput; reference §5.3, §13.14).  It is imposed
+// dims (GetBroadcastLayoutFromOutput; XLA §5.3, XLA §13.14).  It is imposed
 // on the operand as a mandatory operand constraint; nothing flows from the
 // operand to the output, which takes its layout from users (here the pinned
-// results: a soft demand, §3.4) or the default.
+// results: a soft demand, XLA §3.4) or the default.
 //
 // %arg0 4x3 "auto", dims [0,2] -> 4x5x3 with result {0,1,2}: filtered [0,2] ->
 //   operand {0,1}.  The parameter is free, so it takes {0,1}: no copy.
 // %arg1 4x3 pinned {1,0}, same broadcast and result: the operand must be {0,1},
 //   the mandatory parameter cannot change, so one copy of %arg1 to {0,1}.
 // %arg2 scalar, dims [] -> 4x3, default result: output {1,0}; rank-0 operand
-//   constraints are dropped (§1.6), nothing to copy.
+//   constraints are dropped (XLA §1.6), nothing to copy.
 // %arg3 rank 1, dims [1] -> 4x3 with result {0,1}: output {0,1}; the operand
-//   has the only rank-1 layout {0} (§13.1).
+//   has the only rank-1 layout {0} (XLA §13.1).
 // %arg4 2x3 "auto", dims [1,2] -> 4x2x3 with result {2,0,1}: filtered [2,1] ->
 //   operand {1,0}.
 

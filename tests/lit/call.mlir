@@ -1,12 +1,12 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // func.call is HLO's kCall.  Computations are laid out callee-first (post
-// order, reference §9.1).  A non-entry computation's parameters ignore any
-// layout they had and are unconstrained in round 0 (§13.11), so the callee
+// order, XLA §9.1).  A non-entry computation's parameters ignore any
+// layout they had and are unconstrained in round 0 (XLA §13.11), so the callee
 // picks its own interface from its body and the default loop: the lowest
-// buffer id, the parameter, gets the default {1,0} first (§7.1), and the body
+// buffer id, the parameter, gets the default {1,0} first (XLA §7.1), and the body
 // follows.  The caller then forces each call operand and the call result to
-// the callee's recorded layouts, mandatory (§2.2, §9.4); a caller value with
+// the callee's recorded layouts, mandatory (XLA §2.2, XLA §9.4); a caller value with
 // another layout gets a copy at the call site.  Round 1 re-runs with that
 // interface pinned and changes nothing.
 //

@@ -5,16 +5,16 @@
 // row-major pinned parameter; the first result is pinned row-major, the second
 // column-major.
 //
-// generic (XLA's base pass): callees first (§9.1).  @f's parameter ignores its
-// callers in round 0 (§13.11) and the default loop gives it {1,0} (§7.1); the
-// transpose follows through the bitcast rule, mandatory (§5.3): @f returns
-// {0,1}.  The callers adapt at the call sites (§2.2 call rule, §9.4): %arg0 is
+// generic (XLA's base pass): callees first (XLA §9.1).  @f's parameter ignores its
+// callers in round 0 (XLA §13.11) and the default loop gives it {1,0} (XLA §7.1); the
+// transpose follows through the bitcast rule, mandatory (XLA §5.3): @f returns
+// {0,1}.  The callers adapt at the call sites (XLA §2.2 call rule, XLA §9.4): %arg0 is
 // copied to {1,0} before the first call, whose {0,1} result is copied to the
-// pinned {1,0} at the return (a soft result demand, §3.4).  The second call
+// pinned {1,0} at the return (a soft result demand, XLA §3.4).  The second call
 // needs nothing: {1,0} in, {0,1} out, as pinned.  One @f.
 //
 // xla-cpu: XLA:CPU inlines both calls first, so each site is laid out in its
-// own context.  The transpose reads its operand row-major (§10): the
+// own context.  The transpose reads its operand row-major (XLA §10): the
 // column-major %arg0 is copied to {1,0} inside the first site's clone; both
 // transposes yield {0,1}.  The first result still needs the root copy to
 // {1,0}.  The two clones differ (one has a copy), so the second is named

@@ -6,7 +6,7 @@
 // both results are pinned: result 0 column-major {0,1}, result 1 row-major.
 // Each result is the transpose of its aliased parameter.
 //
-// XLA (§3.7): after each round, for every alias pair that was not pinned on
+// XLA (XLA §3.7): after each round, for every alias pair that was not pinned on
 // both sides, the parameter's buffer layout and the root's buffer layout for
 // that result are inferred; if they differ, another round runs, and since the
 // parameter was not pinned, BOTH the parameter and the result entry layouts
@@ -14,13 +14,13 @@
 // layout, at the price of a copy inside.  (XLA resets the result too, even
 // when it was pinned; see result 1 on xla-cpu.)
 //
-// xla-cpu: the transposes read their operands row-major (§10), so after round
+// xla-cpu: the transposes read their operands row-major (XLA §10), so after round
 //   0 both parameters are {1,0} while both transposes are {0,1} (bitcast rule,
 //   mandatory).  Both pairs disagree: both parameters - and result 1 - become
 //   {0,1}.  In the extra round the now-pinned {0,1} parameters are copied to
 //   {1,0} for the transposes; no root copy is left.  Result 1 was pinned
 //   {1,0} and is rewritten to {0,1}: that is what XLA itself does.
-// generic: the soft result demands (§3.4) reach the transposes first (the
+// generic: the soft result demands (XLA §3.4) reach the transposes first (the
 //   computation constraint is the last DFS constraint added), which then ask
 //   for the bitcast operand layouts: after round 0 parameter 0 is {1,0} under
 //   a {0,1} root, parameter 1 is {0,1} under a {1,0} root.  Both pairs

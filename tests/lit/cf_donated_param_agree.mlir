@@ -2,12 +2,12 @@
 // A donated "auto" parameter x (tf.aliasing_output = 0) added to a row-major
 // y; the result is pinned column-major {0,1}.
 //
-// xla-cpu: add reads both operands row-major (§10) and is a
+// xla-cpu: add reads both operands row-major (XLA §10) and is a
 // cannot-change-layout op, so its output is {1,0} (mandatory sibling rule)
-// and the soft result demand (§3.4) is refused.  x, free, takes {1,0} from its
-// use.  Alias reconciliation (§3.7) infers the parameter's layout {1,0} and
+// and the soft result demand (XLA §3.4) is refused.  x, free, takes {1,0} from its
+// use.  Alias reconciliation (XLA §3.7) infers the parameter's layout {1,0} and
 // the root's layout {1,0}: they agree, so XLA changes nothing - the pinned
-// result stays {0,1} and gets a root copy (§8.1).  (The parameter does not
+// result stays {0,1} and gets a root copy (XLA §8.1).  (The parameter does not
 // end up in the result's layout here; the rule compares against the root's
 // buffer, not against the requested result layout.)
 //

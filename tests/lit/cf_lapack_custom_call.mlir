@@ -3,23 +3,23 @@
 
 // A LAPACK-style layout-constrained custom call (potrf, the way jax lowers
 // jnp.linalg.cholesky): operand_layouts and result_layouts ask for a
-// column-major {0,1} operand and factor, mandatory (§2.5, §12.3).  It is fed
+// column-major {0,1} operand and factor, mandatory (XLA §2.5, XLA §12.3).  It is fed
 // by a row-major value and its factor is returned row-major.
 //
 // xla-cpu: a @ a^T (4x4, contracting dims 1 x 1) is an Eigen GEMM, whose
-// operands and result are row-major, mandatory (§10).  The dot's buffer
+// operands and result are row-major, mandatory (XLA §10).  The dot's buffer
 // therefore refuses potrf's {0,1} demand and the copy sits on the call's
 // operand edge, before the call.  The factor is {0,1} and the entry result is
-// pinned {1,0}: the soft result demand is refused (§3.4) and a root copy
+// pinned {1,0}: the soft result demand is refused (XLA §3.4) and a root copy
 // follows the call.  The s32 info scalar has no layout to argue about.
 //
-// generic: nothing constrains the dot (the base pass has no dot rule, §5.3),
+// generic: nothing constrains the dot (the base pass has no dot rule, XLA §5.3),
 // so potrf's demand is accepted by the dot's buffer: no copy before the call,
 // the dot writes column-major directly.  The root copy after the call stays.
 //
 // Cross-checked for xla-cpu against XLA's after-dump of this module: dot
 // {1,0}, copy to {0,1}, potrf, copy of the factor to {1,0}.  XLA also copies
-// the aliased operand to its own layout before analysis (§2.6); that buffer
+// the aliased operand to its own layout before analysis (XLA §2.6); that buffer
 // copy changes no layout and the tool does not emit it.
 
 // CPU-LABEL: func.func public @main(

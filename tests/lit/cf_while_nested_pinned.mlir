@@ -4,17 +4,17 @@
 // A while nested in a while, carrying a value pinned column-major {0,1} on
 // the way in and on the way out; the loops only compute elementwise.
 //
-// XLA lays out callees before callers (§9.1): the inner body, the outer body,
+// XLA lays out callees before callers (XLA §9.1): the inner body, the outer body,
 // then @main.  A non-entry computation's parameters ignore the caller in
-// round 0 (§13.11), so the inner body's carried value takes the default
-// layout: on xla-cpu because sine reads it row-major (§10), on generic because
-// the default loop picks the parameter first (§7.1).  The inner body result is
-// {1,0} = its parameter, so the inner while is {1,0} (§2.2), the outer body's
+// round 0 (XLA §13.11), so the inner body's carried value takes the default
+// layout: on xla-cpu because sine reads it row-major (XLA §10), on generic because
+// the default loop picks the parameter first (XLA §7.1).  The inner body result is
+// {1,0} = its parameter, so the inner while is {1,0} (XLA §2.2), the outer body's
 // parameter and multiply follow, and so does the outer while.  Only @main can
 // adapt: the pinned {0,1} parameter is copied to {1,0} before the outer loop
-// (on the init operand, §9.2), and the loop result is copied back to {0,1} at
+// (on the init operand, XLA §9.2), and the loop result is copied back to {0,1} at
 // the return (the pinned result is a soft demand enforced by a root copy,
-// §3.4, §8.1).  No copy inside either loop: the column-major pin does not leak
+// XLA §3.4, XLA §8.1).  No copy inside either loop: the column-major pin does not leak
 // into the loops, it is paid for once on each side.
 //
 // Both targets agree.  Cross-checked for xla-cpu against XLA (default and

@@ -5,15 +5,15 @@
 // lax.fori_loop(..., lambda i, c: jnp.sin(c.T) * 2, x); cf_fori_transpose.test
 // covers the raw export, which transposes first.)
 //
-// Round 0 lays the body out alone (§9.1): sine reads the carried value
-// row-major (§10), so the body parameter is {1,0}; the transpose's output
-// follows its row-major operand through the bitcast rule, mandatory (§5.3):
+// Round 0 lays the body out alone (XLA §9.1): sine reads the carried value
+// row-major (XLA §10), so the body parameter is {1,0}; the transpose's output
+// follows its row-major operand through the bitcast rule, mandatory (XLA §5.3):
 // the body result is {0,1}.  Parameter and result disagree, so in @main the
 // body parameter is reset to the body result and the init operand and the
-// while result are constrained to it, mandatory (§2.2 while rule, §9.2).
+// while result are constrained to it, mandatory (XLA §2.2 while rule, XLA §9.2).
 // Round 1 enforces {0,1} on the body parameter: sine still reads row-major, so
 // the copy sits at the top of the body, on sine's operand - not at the yield
-// (the back-edge rule, §3.2, only nudges the parameter towards what the yield
+// (the back-edge rule, XLA §3.2, only nudges the parameter towards what the yield
 // already has).  @main copies the row-major entry parameter to {0,1} before
 // the loop and the {0,1} loop result back to the pinned {1,0} at the return.
 //

@@ -1,10 +1,10 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // CHLO ops are elementwise unless known otherwise (DESIGN §8): they take the
-// "cannot change layout" rule of XLA's elementwise opcodes (reference §4), so
+// "cannot change layout" rule of XLA's elementwise opcodes (XLA §4), so
 // same-rank operands and the output share one layout, and operands of lower
-// rank (the rank-1 side of an explicit broadcast) are left alone (§4,
-// "Different-rank operands are unaffected"; rank <= 1 never propagates, §13.1).
+// rank (the rank-1 side of an explicit broadcast) are left alone (XLA §4,
+// "Different-rank operands are unaffected"; rank <= 1 never propagates, XLA §13.1).
 // All results are "auto".
 //
 // chlo.erf of %arg0 (pinned {0,1}) -> {0,1}; chlo.broadcast_add of that with

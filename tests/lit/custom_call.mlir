@@ -1,12 +1,12 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // A custom_call carrying both operand_layouts and result_layouts is a
-// layout-constrained custom call in HLO (reference §12.3).  Layout assignment
+// layout-constrained custom call in HLO (XLA §12.3).  Layout assignment
 // pins its result buffers to result_layouts and each operand to
-// operand_layouts, all mandatory (§2.5), so mismatching neighbours get copies
+// operand_layouts, all mandatory (XLA §2.5), so mismatching neighbours get copies
 // around it.  For target "LayoutConstraint" operand_layouts is ignored: operand
 // 0 is constrained to the call's own result layout, and the op cannot change
-// layout (§2.5, §4; jax's with_layout_constraint writes a dummy ascending
+// layout (XLA §2.5, XLA §4; jax's with_layout_constraint writes a dummy ascending
 // operand layout, "XLA will ignore it").
 //
 // @my_kernel with column-major operand and result layouts, fed by the row-major
@@ -17,7 +17,7 @@
 //   the row-major %arg1: no copy at all.
 // @LayoutConstraint with result {0,1} on the row-major %arg2: one copy of %arg2
 //   to {0,1}; the following transpose then becomes a bitcast whose output is
-//   the row-major result (transpose forward rule, mandatory, §5.2): no root copy.
+//   the row-major result (transpose forward rule, mandatory, XLA §5.2): no root copy.
 
 // CHECK-LABEL: func.func public @main(
 // CHECK-DAG:     %[[CX:.+]] = mhlo.copy %arg0 {result_layout = dense<[0, 1]> : tensor<2xindex>, {{(stablehlo_layout.inserted, )?}}xla_shape = "f32[4,6]{0,1}"}

@@ -2,7 +2,7 @@
 
 // dot (dot_general) and convolution can change layout and the base pass has no
 // rule for them in either direction: layouts are decided by backends (CPU/GPU
-// AddBackendConstraints, reference §5.3, §10, §11).  The generic target adds
+// AddBackendConstraints, XLA §5.3, XLA §10, XLA §11).  The generic target adds
 // no backend constraints, so nothing is derived across these ops and no copy is
 // inserted around them (LAT "ConvolutionOperandWithImplicitLayoutChangeNot-
 // Copied", Appendix A).  Each operand keeps its producer's layout (the operand

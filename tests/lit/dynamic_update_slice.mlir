@@ -1,12 +1,12 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
-// dynamic_update_slice cannot change layout (reference §4), and XLA lets
+// dynamic_update_slice cannot change layout (XLA §4), and XLA lets
 // operand 0 decide it: a non-mandatory demand on operand >= 1 is downgraded to
-// BFS at priority - 1 (SetOperandLayout, §2.8; §5.3).
+// BFS at priority - 1 (SetOperandLayout, XLA §2.8; XLA §5.3).
 //
 // %arg0 (operand 0) is pinned {0,1}, the update %arg1 is pinned to the default
 // {1,0}, the result is "auto".  DFS order processes %arg1 first (added last,
-// §3.1); its demand on operand 1 is downgraded and goes to the back of the
+// XLA §3.1); its demand on operand 1 is downgraded and goes to the back of the
 // deque.  %arg0's demand on operand 0 is processed next: the sibling rule
 // forces operand 1 to {0,1} (mandatory, priority 0 >= -1, so it replaces the
 // downgraded constraint) and the output to {0,1}.  Result: the DUS is {0,1},

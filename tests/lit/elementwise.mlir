@@ -1,21 +1,21 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // Elementwise ops (add, multiply, tanh, compare, select, clamp, convert,
-// subtract) are "cannot change layout" ops in XLA (reference §4): every operand
+// subtract) are "cannot change layout" ops in XLA (XLA §4): every operand
 // with the output's rank must have the output's layout.  Propagation enforces
-// it both ways (§3.2 backward: output -> same-rank operands, mandatory; §3.3
+// it both ways (XLA §3.2 backward: output -> same-rank operands, mandatory; XLA §3.3
 // step 7: operand -> same-rank siblings and outputs, mandatory), so a layout
 // pinned on a parameter is carried unchanged down a chain of such ops.  Operands
-// of lower rank (the scalar clamp bounds) are untouched (§4, "Different-rank
-// operands are unaffected"; rank-0 operand constraints are dropped, §1.6).
+// of lower rank (the scalar clamp bounds) are untouched (XLA §4, "Different-rank
+// operands are unaffected"; rank-0 operand constraints are dropped, XLA §1.6).
 //
 // Case 1 (subtract): %arg0 is pinned {0,1}, %arg1 is pinned to the default
 // {1,0}.  Both are mandatory buffer constraints added in instruction order
 // (arg0 first); DFS constraints are pushed to the front of the deque, so the
-// last added, %arg1, propagates first (§3.1, §13.6).  Its use demand on
+// last added, %arg1, propagates first (XLA §3.1, XLA §13.6).  Its use demand on
 // operand 1 forces operand 0 and the output to {1,0} (sibling rule, mandatory).
 // When %arg0 then offers {0,1} to operand 0, the non-mandatory request cannot
-// replace the existing operand constraint (§1.6: first writer wins).  The loser
+// replace the existing operand constraint (XLA §1.6: first writer wins).  The loser
 // is operand 0: one copy of %arg0 to {1,0}; the result takes {1,0}.
 // Case 1b (multiply %arg6, %arg5): the same pins, but the default-pinned
 // parameter is now the later one *and* operand 0.  The order is that of the
@@ -28,7 +28,7 @@
 // scalar bounds keep their (empty) default layout.
 
 // The module records the entry layouts: one dense per parameter (scalars get
-// an empty layout), and the results as one tuple entry (reference §12.1).
+// an empty layout), and the results as one tuple entry (XLA §12.1).
 // CHECK:       module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]
 // CHECK-SAME:    mhlo.xla_entry_computation_result_layout = {{\[}}[dense<[1, 0]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>, dense<[1, 0]> : tensor<2xindex>]]
 

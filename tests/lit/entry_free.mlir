@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 // RUN: stablehlo-layout assign --target generic --entry-layouts free %s | FileCheck %s --check-prefix=FREE
 
-// Entry layouts (DESIGN §5; reference §2.1, §8.5, §12.2, §13.9).
+// Entry layouts (DESIGN §5; XLA §2.1, XLA §8.5, XLA §12.2, XLA §13.9).
 // - An unannotated parameter/result is pinned to the default layout with
 //   --entry-layouts default (what PJRT does) and left unset with "free".
 // - mhlo.layout_mode = "default" pins the default layout in both modes;
@@ -14,7 +14,7 @@
 //   stablehlo_layout.chosen so that a rerun leaves them open again.
 //
 // Each transpose's result is pinned {1,0}, so its operand is asked for the
-// bitcast layout {0,1} (§5.1):
+// bitcast layout {0,1} (XLA §5.1):
 //   %arg0 (unannotated): default mode -> pinned {1,0}, copy to {0,1};
 //                        free mode    -> free, takes {0,1}, written back.
 //   %arg1 ("default"):   pinned {1,0} in both modes -> copy to {0,1}.

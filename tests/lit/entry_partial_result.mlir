@@ -1,15 +1,15 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // A partially specified entry result layout never forces a root copy
-// (reference §8.1 "Root handling", §8.5, §13.9).  XLA's AssignLayouts copies
+// (XLA §8.1 "Root handling", XLA §8.5, XLA §13.9).  XLA's AssignLayouts copies
 // the root only when ResultLayout()->LayoutIsSet(), which for a tuple result
 // requires every leaf to have a layout.  An "auto" result leaves its leaf unset
-// (§12.2); with a layout given, the entry constraint has kGivenPriority and
-// CalculateComputationLayout does not fill the open leaf in (§8.5: "If a layout
+// (XLA §12.2); with a layout given, the entry constraint has kGivenPriority and
+// CalculateComputationLayout does not fill the open leaf in (XLA §8.5: "If a layout
 // was given (priority 3), nothing is overwritten").  The set leaf is still a
-// soft use demand during propagation (§2.3, §3.4), and at the end
+// soft use demand during propagation (XLA §2.3, XLA §3.4), and at the end
 // PropagateComputationLayouts replaces the not-fully-set result layout with the
-// computed one (§8.5).
+// computed one (XLA §8.5).
 //
 // Result 0 returns %arg0 (pinned to the default {1,0}) with layout "{0,1}":
 // its soft demand is refused by the mandatory parameter, and as result 1 is

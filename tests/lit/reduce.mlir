@@ -2,22 +2,22 @@
 
 // Reduce can change layout.  In the base pass (no backend) nothing is derived
 // from the output for its operand (PropagateReductionLayoutToOperand is false,
-// reference §5.1 step 4), and nothing is derived from an operand for the
+// XLA §5.1 step 4), and nothing is derived from an operand for the
 // output: an operand constraint on a reduce only runs the sibling rule (all
 // same-rank reduce operands share one layout, mandatory) and then returns
-// (§3.3 step 7, §5.3).  So a reduce output gets its layout from its users or,
-// as here where the results are "auto", from the default-layout loop (§7.1):
+// (XLA §3.3 step 7, XLA §5.3).  So a reduce output gets its layout from its users or,
+// as here where the results are "auto", from the default-layout loop (XLA §7.1):
 // {1,0}, regardless of the column-major input.  The reduce's operand
 // constraints equal the producer's layout, so no copy is inserted.
 //
 // %arg0 f32[2,3,4]{0,1,2}, reduce dims [1]   -> f32[2,4]{1,0}, not {0,1}.
 // %arg1 f32[2,3,4,5]{0,1,2,3}, dims [1,3]    -> f32[2,4]{1,0}.
 // Variadic reduce of %arg2 (pinned {0,1,2}) and %arg3 (default {2,1,0}) over
-// dims [2]: %arg3 is added last, so it propagates first (DFS, §3.1); its use
+// dims [2]: %arg3 is added last, so it propagates first (DFS, XLA §3.1); its use
 // forces the sibling operand 0 to {2,1,0} (mandatory), and %arg2's later
 // non-mandatory offer is refused: one copy of %arg2 to {2,1,0}.  The two
 // (tuple-element) outputs never accept use constraints and get the default
-// layout (§5.3, §13.13): (f32[2,3]{1,0}, s32[2,3]{1,0}).
+// layout (XLA §5.3, XLA §13.13): (f32[2,3]{1,0}, s32[2,3]{1,0}).
 
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    %arg0: tensor<2x3x4xf32> {mhlo.layout_mode = "{0,1,2}"}

@@ -2,22 +2,22 @@
 
 // Reshape can change layout.  XLA derives the layout that makes it a bitcast
 // with ShapeUtil::AlignLayouts, in both directions, non-mandatory (reference
-// §5.1 step 2, §5.2 step 3, §5.5).  When no bitcast layout exists, nothing is
+// XLA §5.1 step 2, XLA §5.2 step 3, XLA §5.5).  When no bitcast layout exists, nothing is
 // derived and the reshape simply becomes a physical relayout; layout assignment
-// inserts no copy for it (§5.3, §5.4).  All results are "auto" so the pinned
+// inserts no copy for it (XLA §5.3, XLA §5.4).  All results are "auto" so the pinned
 // parameters drive everything forward.
 //
 // %arg0 f32[4,6]{0,1} -> 4x2x3: common-factor groups ([4]<->[4], [6]<->[2,3]);
 //   walking the input minor-to-major emits out dim 0, then the group {1,2}
 //   from last to first: {0,2,1}.  Bitcast, no copy.
 // %arg1 f32[4,6]{0,1} -> 24: the output is rank 1 (XLA never derives or
-//   propagates rank <= 1 constraints, §13.1); it gets {0}, the operand keeps
+//   propagates rank <= 1 constraints, XLA §13.1); it gets {0}, the operand keeps
 //   {0,1}: the reshape is physical.  No copy.
 // %arg2 f32[4,6]{0,1} -> 2x12: one common-factor group [4,6]<->[2,12], but the
 //   input group is not laid out row-major (dim 1 is major), so AlignLayouts
 //   fails; the output gets the default {1,0}.  Backwards, the aligned operand
 //   layout {1,0} is only a non-mandatory request and the operand constraint
-//   {0,1} already exists (first writer wins, §1.6): physical reshape, no copy.
+//   {0,1} already exists (first writer wins, XLA §1.6): physical reshape, no copy.
 // %arg3 f32[4,6]{1,0} -> 4x1x6: AlignLayouts drops the size-1 dim, aligns
 //   ({1,0} -> out dims {2,0}) and appends size-1 output dims as most major in
 //   descending order: {2,0,1} (not the default {2,1,0}).

@@ -1,29 +1,29 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // slice, pad, concatenate, dynamic_slice, dynamic_update_slice and reverse
-// cannot change layout (reference §4): every same-rank operand must have the
+// cannot change layout (XLA §4): every same-rank operand must have the
 // output's layout.  A mismatched operand is fixed by a copy on that edge (LAT
 // "CopySlice/CopyDSlice/CopyConcat...", "PropagatingLayoutFromResultToOperand").
 // Scalar operands (pad value, dynamic indices) are unaffected.  iota and
 // constant can change layout and simply take the layout their users ask for
-// (constants get their literal re-laid-out, never a copy, §13.16).
+// (constants get their literal re-laid-out, never a copy, XLA §13.16).
 //
 // slice / pad / dynamic_slice / reverse: each operand is pinned {0,1}, the
 //   result is pinned to the default {1,0}.  The soft result demand sets the
 //   op's output to {1,0} first (the result constraint is added after the
-//   parameters and so propagates first, §3.1); the output forces its operand
-//   to {1,0} (mandatory, §3.2), and the pinned parameter cannot follow: one
+//   parameters and so propagates first, XLA §3.1); the output forces its operand
+//   to {1,0} (mandatory, XLA §3.2), and the pinned parameter cannot follow: one
 //   copy of the parameter to {1,0} per op.
 // concatenate (dim 0) of %arg3 (6x4, pinned {0,1}) and %arg4 (2x4, default),
 //   consumed by a reduce so that no result demand reaches it: %arg4 propagates
 //   first, but only the operand that is largest along the concat dimension
-//   propagates to its siblings and the output (§3.3 step 7).  %arg3 (size 6)
+//   propagates to its siblings and the output (XLA §3.3 step 7).  %arg3 (size 6)
 //   then forces operand 1 and the output to {0,1}, mandatory, replacing the
 //   earlier non-mandatory echo: one copy of the small operand %arg4 to {0,1}.
 // dynamic_update_slice of %arg8 (8x6, pinned {0,1}) with update %arg9 (2x3,
 //   default), consumed by a reduce: %arg9 propagates first, but a
 //   non-mandatory demand on operand >= 1 of a DUS is downgraded (BFS, priority
-//   - 1, §2.8) so that operand 0 decides.  %arg8's demand then forces the
+//   - 1, XLA §2.8) so that operand 0 decides.  %arg8's demand then forces the
 //   update and the output to {0,1} (mandatory, replacing the queued,
 //   downgraded constraint in place): one copy of the update %arg9 to {0,1}.
 // iota and a constant returned with result layout {0,1} take {0,1}: no copy.

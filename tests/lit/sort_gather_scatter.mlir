@@ -1,15 +1,15 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
-// sort and scatter cannot change layout (reference §4): all same-rank operands
-// and outputs share one layout (sibling rule, mandatory, §3.3 step 7; for
-// multi-output sort every tuple element of the output's rank, §5.3).  gather
+// sort and scatter cannot change layout (XLA §4): all same-rank operands
+// and outputs share one layout (sibling rule, mandatory, XLA §3.3 step 7; for
+// multi-output sort every tuple element of the output's rank, XLA §5.3).  gather
 // can change layout and has no derivation in either direction (its DFS flag
-// is set, but nothing is derived, §5.3), so its operand keeps the producer's
+// is set, but nothing is derived, XLA §5.3), so its operand keeps the producer's
 // layout and its output takes the default.  All results are "auto".
 //
 // sort of %arg0 (pinned {0,1}) alone: output {0,1}, no copy.
 // sort of keys %arg1 (pinned {0,1}) and values %arg2 (default {1,0}): the
-//   values are added last, propagate first (DFS, §3.1) and force the keys and
+//   values are added last, propagate first (DFS, XLA §3.1) and force the keys and
 //   both outputs to {1,0}; the keys' later non-mandatory offer is refused:
 //   one copy of %arg1 to {1,0}; outputs (f32[4,5]{1,0}, s32[4,5]{1,0}).
 // gather from %arg3 (pinned {0,1}) with rank-1 indices: no copy, output gets
@@ -18,7 +18,7 @@
 //   updates %arg7 (pinned {0,1}): the updates propagate first and force every
 //   rank-2 operand, including the rank-2 indices, and the output to {0,1}.
 //   The indices need one copy to {0,1}: XLA compares minor_to_major exactly,
-//   even though {1,0} and {0,1} of a [2,1] array are the same bytes (§13.2).
+//   even though {1,0} and {0,1} of a [2,1] array are the same bytes (XLA §13.2).
 
 // CHECK-LABEL: func.func public @main(
 // CHECK-SAME:    -> (tensor<4x5xf32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen}, tensor<4x5xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<4x5xi32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<3x4xf32> {mhlo.layout_mode = "{1,0}", stablehlo_layout.chosen}, tensor<5x4xi32> {mhlo.layout_mode = "{0,1}", stablehlo_layout.chosen})

@@ -1,11 +1,11 @@
 // RUN: stablehlo-layout assign --target generic %s | FileCheck %s
 
 // Transpose can change layout, and XLA steers it towards being a bitcast
-// (reference §5.1 step 3, §5.3): from the output layout the operand layout is
+// (XLA §5.1 step 3, XLA §5.3): from the output layout the operand layout is
 //   operand_minor_to_major[i] = dims[output_minor_to_major[i]]
 // (non-mandatory, DFS), and from the operand layout the output layout is the
 // inverse (mandatory).  All results here are pinned to the default layout, so
-// the soft result demand (§3.4) reaches each transpose first and its operand
+// the soft result demand (XLA §3.4) reaches each transpose first and its operand
 // is asked for the bitcast layout:
 //
 //   rank 2, dims [1,0],       out {1,0}     -> operand {0,1}
@@ -15,11 +15,11 @@
 //   rank 4, dims [0,3,1,2],   out {3,2,1,0} -> operand {2,1,3,0}
 //
 // %arg0..%arg2 are pinned to the default layout (mandatory buffer constraints,
-// §2.1), so the operand demand cannot change them: each gets exactly one copy
+// XLA §2.1), so the operand demand cannot change them: each gets exactly one copy
 // to the bitcast layout, and the transpose keeps the default output layout.
-// %arg3..%arg5 are "auto" (unset entry layouts, §12.2): the demand is accepted,
+// %arg3..%arg5 are "auto" (unset entry layouts, XLA §12.2): the demand is accepted,
 // no copy is needed, and the chosen layout is written back into
-// mhlo.layout_mode and the module's entry parameter layouts (§8.5).
+// mhlo.layout_mode and the module's entry parameter layouts (XLA §8.5).
 
 // CHECK:       module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[1, 0]> : tensor<2xindex>, dense<[2, 1, 0]> : tensor<3xindex>, dense<[3, 2, 1, 0]> : tensor<4xindex>, dense<[0, 1]> : tensor<2xindex>, dense<[0, 2, 1]> : tensor<3xindex>, dense<[2, 1, 3, 0]> : tensor<4xindex>]
 

@@ -3,20 +3,20 @@
 
 // A producer has exactly one layout; each consumer has its own operand
 // constraint; a consumer whose constraint differs from the producer's final
-// layout is served by a copy on its edge (reference §7.2, §8.1).  XLA's pass
-// makes one copy per mismatching use (§13.17) and leaves merging to later
+// layout is served by a copy on its edge (XLA §7.2, XLA §8.1).  XLA's pass
+// makes one copy per mismatching use (XLA §13.17) and leaves merging to later
 // CSE; this tool's contract (DESIGN §4) is one copy per (value, layout),
 // shared by every consumer that needs that layout.
 //
 // The consumers are broadcasts whose results are pinned: each broadcast output
-// takes its result's layout (soft demand, §3.4), and a broadcast forces its
+// takes its result's layout (soft demand, XLA §3.4), and a broadcast forces its
 // operand to the output layout filtered to the broadcast dims (mandatory,
-// BFS, §3.2): result {2,1,0} -> operand {1,0}; result {1,2,0} -> operand
+// BFS, XLA §3.2): result {2,1,0} -> operand {1,0}; result {1,2,0} -> operand
 // {0,1}.  The producers %0/%3 (negates of "auto" parameters) are unconstrained
 // until the first of those operand demands is processed: the result leaves
-// are pushed in order and drained LIFO (§3.1), so the *last* consumer of each
+// are pushed in order and drained LIFO (XLA §3.1), so the *last* consumer of each
 // value asks first and wins; the others' non-mandatory requests at equal
-// priority are refused (§1.6), and the producer's own layout is refused by
+// priority are refused (XLA §1.6), and the producer's own layout is refused by
 // their existing mandatory operand constraints.
 //
 // Two consumers of %0: the second wants {0,1} and wins; the first gets one

@@ -2,7 +2,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_bitcast_convert_narrow_in.mlir | FileCheck %s --check-prefix=NARROWIN
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_bitcast_convert_narrow_out.mlir | FileCheck %s --check-prefix=NARROWOUT
 
-// Rule (reference §11.5, target:gpu-bitcast-convert-rank-change): when a
+// Rule (XLA §11.5, target:gpu-bitcast-convert-rank-change): when a
 // bitcast_convert adds or drops the last dimension (the element split into
 // narrower elements), that dimension is moved most minor in the larger
 // shape's existing layout, and the smaller shape takes the same layout with

@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu --entry-layouts free %s | FileCheck %s
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_ragged_all_to_all.mlir | FileCheck %s --check-prefix=RAGGED
 
-// Rule (reference §11.7, target:gpu-collective-dim-major): XLA:GPU runs
+// Rule (XLA §11.7, target:gpu-collective-dim-major): XLA:GPU runs
 // all-gather, reduce-scatter and all-to-all only with the gathered /
 // scattered / split dimension most major: the result takes its existing
 // (default) layout with that dimension moved most major, mandatory; these

@@ -3,7 +3,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_conv_3d.mlir | FileCheck %s --check-prefix=CONV3D
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_conv_s8.mlir | FileCheck %s --check-prefix=S8
 
-// Rule (reference §11.1, target:gpu-conv-layout): cuDNN picks one data
+// Rule (XLA §11.1, target:gpu-conv-layout): cuDNN picks one data
 // format for input, filter and output.  On the default device (CUDA, Hopper)
 // a float convolution with at most 2 spatial dims runs NHWC / OHWI, f64 and
 // 3-D convolutions run NCHW / OIHW, integer convolutions always run NHWC.

@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.2 case 3, target:gpu-dot-auto-layout): a plain matrix
+// Rule (XLA §11.2 case 3, target:gpu-dot-auto-layout): a plain matrix
 // operand whose producer chain (unary elementwise ops, transposes, reshapes,
 // concatenates) starts at an entry parameter with no given layout gets a
 // *non-mandatory* layout cuBLAS takes: its existing (default) layout.  The

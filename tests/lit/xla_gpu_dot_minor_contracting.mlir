@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_dot_fp8.mlir | FileCheck %s --check-prefix=FP8
 
-// Rule (reference §11.2 case 1, target:gpu-dot-minor-contracting): int8 GEMMs
+// Rule (XLA §11.2 case 1, target:gpu-dot-minor-contracting): int8 GEMMs
 // (s8 x s8 -> s32) and FP8 GEMMs before Blackwell need the contracting dims
 // most minor in both operands: the existing layout is kept if it already
 // has them most minor, else the operand is forced to major-to-minor

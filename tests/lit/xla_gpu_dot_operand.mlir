@@ -2,7 +2,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_dot_keep_valid.mlir | FileCheck %s --check-prefix=KEEP
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_dot_batch_order.mlir | FileCheck %s --check-prefix=ORDER
 
-// Rule (reference §11.2 case 2, target:gpu-dot-operand): cuBLAS needs the
+// Rule (XLA §11.2 case 2, target:gpu-dot-operand): cuBLAS needs the
 // batch, contracting and free dims of an operand each physically contiguous
 // (in logical order) and no batch dim most minor.  An operand with batch
 // dims, or several contracting or free dims, keeps its existing layout if

@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_dot_of_dot.mlir | FileCheck %s --check-prefix=CHAIN
 
-// Rules (reference §11.2, target:gpu-transpose-of-dot and
+// Rules (XLA §11.2, target:gpu-transpose-of-dot and
 // target:gpu-dot-output): a transpose whose operand is a single-use dot asks
 // for the layout that makes it a bitcast to a default-layout result, if
 // cuBLAS can write it.  A dot with batch dims or several free dims then

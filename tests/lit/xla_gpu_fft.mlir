@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.6, target:gpu-fft-default): cuFFT needs dimension 0
+// Rule (XLA §11.6, target:gpu-fft-default): cuFFT needs dimension 0
 // most major: the fft reads operand 0 and writes its result in the default
 // layout, mandatory.
 //

@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.8, target:gpu-host-memory-default): MoveToHost /
+// Rule (XLA §11.8, target:gpu-host-memory-default): MoveToHost /
 // MoveToDevice (and JAX's annotate_device_placement, which XLA turns into
 // one of them first) read operand 0 and write the result in the default
 // layout, mandatory, so no transpose ever runs on a host buffer.

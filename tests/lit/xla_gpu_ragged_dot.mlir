@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu --entry-layouts free %s | FileCheck %s
 
-// Rule (reference §11.2, target:gpu-ragged-dot): a ragged dot reads both
+// Rule (XLA §11.2, target:gpu-ragged-dot): a ragged dot reads both
 // matrix operands and writes its result in the default layout, mandatory.
 // The lhs parameter is pinned {0,1,2}, so it is copied to {2,1,0}; the free
 // rhs simply takes the default (the generic rules would leave the ragged dot

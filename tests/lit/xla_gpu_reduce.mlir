@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_reduce_small.mlir | FileCheck %s --check-prefix=SMALL
 
-// Rule (reference §11.9 and §5.1 step 4, target:gpu-reduce-row-reduction):
+// Rule (XLA §11.9 and XLA §5.1 step 4, target:gpu-reduce-row-reduction):
 // when the reduced dims hold at least 32 elements, XLA:GPU asks the reduce's
 // operand to put them most minor (a row reduction): reduced dims in reverse
 // order of `dimensions`, then the kept dims in the order of the output

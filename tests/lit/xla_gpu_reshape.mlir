@@ -2,11 +2,11 @@
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_reshape_to_result.mlir | FileCheck %s --check-prefix=ONE
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_reshape_two_ones.mlir | FileCheck %s --check-prefix=TWO
 
-// Rule (reference §11.9, target:gpu-reshape-bitcast): XLA:GPU derives reshape
+// Rule (XLA §11.9, target:gpu-reshape-bitcast): XLA:GPU derives reshape
 // layouts with AlignLayoutsGPU.  Like AlignLayouts it ignores size-1 dims,
 // but it puts them back where the other side's existing layout has them
 // instead of most major.  Where size-1 dims sit never changes the bytes, but
-// a different minor_to_major still costs a copy (§13.2).
+// a different minor_to_major still costs a copy (XLA §13.2).
 //
 // A parameter f32[1,10,20] pinned {0,2,1} reshaped to the row-major result
 // f32[10,20]{1,0}: the base rule asks the parameter for {2,1,0} and copies

@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.7, target:gpu-recv-default): every array a recv
+// Rule (XLA §11.7, target:gpu-recv-default): every array a recv
 // produces is in the default layout, mandatory.  (send: XLA copies what send
 // transfers and GPU pins that copy to the default on both sides; the engine
 // already reads send operands in the default layout, so the GPU rule adds

@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.3, target:gpu-sort-default): a sort whose keys have
+// Rule (XLA §11.3, target:gpu-sort-default): a sort whose keys have
 // rank > 1 reads every operand and writes every result in the default layout
 // of the keys' rank, mandatory.
 //

@@ -1,7 +1,7 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 // RUN: stablehlo-layout assign --target xla-gpu %S/Inputs/gpu_topk_chlo.mlir | FileCheck %s --check-prefix=CHLO
 
-// Rule (reference §11.4, target:gpu-topk-default): the TopK kernel
+// Rule (XLA §11.4, target:gpu-topk-default): the TopK kernel
 // (custom_call @__gpu$TopK) writes both results in the default layout, and
 // XLA:GPU treats it as unable to change layout, so its operand must match:
 // the operand is row-major too.

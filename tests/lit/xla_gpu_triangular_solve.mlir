@@ -1,6 +1,6 @@
 // RUN: stablehlo-layout assign --target xla-gpu %s | FileCheck %s
 
-// Rule (reference §11.6, target:gpu-triangular-solve-fortran): the solver
+// Rule (XLA §11.6, target:gpu-triangular-solve-fortran): the solver
 // reads both operands and writes its result in "Fortran" order: the default
 // layout with its two most minor entries swapped, i.e. the two matrix dims
 // column-major and the batch dims major.  For rank 3: {2,1,0} -> {1,2,0}.

@@ -2,9 +2,9 @@
 
 The layout pass must not change what a module computes. We prove it by compiling the
 original and the rewritten module with XLA's CPU backend, feeding both the same inputs
-and comparing every output byte (see DESIGN.md §9).
+and comparing every output byte (see DESIGN §9).
 
-The pitfall this module exists for (reference/users-and-ecosystem.md §4.2): the rewritten
+The pitfall this module exists for (DESIGN §9.2): the rewritten
 module carries ``mhlo.layout_mode = "{0,1}"`` on @main's arguments and results, so its
 executable may expect column-major parameter buffers. ``LoadedExecutable.execute()`` does
 NOT relayout or even check its inputs: a row-major buffer handed to a ``{0,1}`` parameter
@@ -81,7 +81,7 @@ def compile_cpu(module_text: str) -> xc.LoadedExecutable:
     backend, dev = _cpu()
     _ready_lapack()
     # No argument_layouts in the options: if they were set, PJRT would ignore
-    # mhlo.layout_mode on @main (§4.3) and we would not test the module as written.
+    # mhlo.layout_mode on @main (DESIGN §9.2) and we would not test the module as written.
     options = compiler.get_compile_options(num_replicas=1, num_partitions=1)
     return backend.compile_and_load(module_text, xc.DeviceList((dev,)), options)
 
