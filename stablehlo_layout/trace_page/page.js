@@ -135,31 +135,29 @@ for (let i = 0; i < NI; i++) {
   nodeW[i] = Math.max(150, Math.min(460, Math.ceil(n * CHW + 14)));
 }
 let posX, posY, posW, posH, visList, boxes, edges, rep, worldW, worldH;
-function layoutComp(c, ox, oy) {  // place computation c's nodes at (ox, oy); returns [w, h]
-  const list = D.comps[c][CC.instrs];
+const nodeSize = (i) => (expanded[i] && isGroup(i)) ? measureGroup(i) : [nodeW[i], 2 * PADY + LH * (1 + nodeLines(i))];
+// One computation's nodes in rows by layer, each row in slot order, a node at
+// its slot or right of its left neighbour.  Returns the content's [w, h] and,
+// given place(i, x, y, w, h), places every node with its top left at (ox, oy).
+function arrange(c, ox, oy, place) {
   const rows = [];
-  for (const i of list) { const L = D.instrs[i][IC.layer]; (rows[L] || (rows[L] = [])).push(i); }
-  // sizes first (groups lay out their insides at 0,0 and are shifted later)
-  const sz = new Map();
-  for (const i of list) {
-    if (expanded[i] && isGroup(i)) sz.set(i, measureGroup(i));
-    else sz.set(i, [nodeW[i], 2 * PADY + LH * (1 + nodeLines(i))]);
-  }
+  for (const i of D.comps[c][CC.instrs]) { const L = D.instrs[i][IC.layer]; (rows[L] || (rows[L] = [])).push(i); }
   let y = oy, w = 0;
   for (const row of rows) {
     if (!row) continue;
     row.sort((a, b) => D.instrs[a][IC.slot] - D.instrs[b][IC.slot]);
     let x = ox, rowH = 0;
     for (const i of row) {
-      const s = sz.get(i);
+      const s = nodeSize(i);
       x = Math.max(x, ox + D.instrs[i][IC.slot] * (NW + GAPX));
-      placeNode(i, x, y, s[0], s[1]);
+      if (place) place(i, x, y, s[0], s[1]);
       x += s[0] + GAPX; rowH = Math.max(rowH, s[1]);
     }
     w = Math.max(w, x - GAPX - ox); y += rowH + GAPY;
   }
   return [Math.max(w, NW), Math.max(y - GAPY - oy, 20)];
 }
+const layoutComp = (c, ox, oy) => arrange(c, ox, oy, placeNode);
 const groupHead = (i) => 2 * PADY + LH * (1 + nodeLines(i));
 function measureGroup(i) {  // lay out once at 0,0 into a scratch, report size
   let w = 0, h = 0;
@@ -167,25 +165,9 @@ function measureGroup(i) {  // lay out once at 0,0 into a scratch, report size
   return [Math.max(NW, w - GAPX + 2 * BOXPAD), h + 2 * BOXPAD + BOXTITLE + groupHead(i)];
 }
 const compSizeCache = new Map();
-function compSize(c) {
-  // size of a computation box's content without placing it
-  const key = c; if (compSizeCache.has(key)) return compSizeCache.get(key);
-  const list = D.comps[c][CC.instrs]; const rows = [];
-  for (const i of list) { const L = D.instrs[i][IC.layer]; (rows[L] || (rows[L] = [])).push(i); }
-  let y = 0, w = 0;
-  for (const row of rows) {
-    if (!row) continue;
-    row.sort((a, b) => D.instrs[a][IC.slot] - D.instrs[b][IC.slot]);
-    let x = 0, rowH = 0;
-    for (const i of row) {
-      const s = (expanded[i] && isGroup(i)) ? measureGroup(i) : [nodeW[i], 2 * PADY + LH * (1 + nodeLines(i))];
-      x = Math.max(x, D.instrs[i][IC.slot] * (NW + GAPX));
-      x += s[0] + GAPX; rowH = Math.max(rowH, s[1]);
-    }
-    w = Math.max(w, x - GAPX); y += rowH + GAPY;
-  }
-  const r = [Math.max(w, NW), Math.max(y - GAPY, 20)];
-  compSizeCache.set(key, r); return r;
+function compSize(c) {  // a computation box's content size, without placing it
+  if (!compSizeCache.has(c)) compSizeCache.set(c, arrange(c, 0, 0, null));
+  return compSizeCache.get(c);
 }
 function placeNode(i, x, y, w, h) {
   posX[i] = x; posY[i] = y; posW[i] = w; posH[i] = h; visList.push(i);
