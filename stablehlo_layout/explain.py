@@ -691,7 +691,34 @@ TRACE_WORDS: dict[str, str] = {
     "derived-tag": "+ DERIVED",
     "changed-tag": "\u0394 CHANGED",
     "no-copies": "no copies",
+    # Filled in Python by html.py, once per page.
+    "start": "start: nothing popped yet ({pops} pops, {rounds} rounds)",
+    "end": "end state: the layouts assigned, {copies} inserted",
+    "summary": "{copies}, {bytes} moved per execution; target {target}, entry layouts {mode}; "
+               "{pops} pops in {rounds} rounds.",
+    "copy-title": "copy #{k}: {shape} {src} \u2192 {dst}",
+    "copy-item": "{title}, {bytes}{per_run} \u2014 {producer} \u2192 {consumer}",
+    "copy-per-run": " ({bytes} per execution)",
+    "copy-label": "copy #{k} \u00b7 {bytes} {src}\u2192{dst}",
+    "if-free": "{copies}, {sign}{bytes} B",
+    "calls": "calls {names} (drawn at its first call)",
+    "regions": "{regions} ({ops} ops)",
+    "pinned": "pinned",
+    "free": "free",
+    "node-parameter": "parameter {n}",
+    "node-entry-return": "return (entry results)",
+    "node-return": "return",
+    "box-entry": "@{name} (entry function) \u2014 {ops} ops",
+    "box-func": "@{name} \u2014 {ops} ops",
+    "box-region": "{name} ({kind}) \u2014 {ops} ops",
+    "tip": "{op} at {loc}",
+    "no-explanation": "(no explanation: pass explain(assignment) to render_trace_html)",
 }
+
+
+def quantity(n: int, one: str, many: str) -> str:
+    """``1 copy``, ``2 copies``, ``-1 copy``."""
+    return f"{n} {one if abs(n) == 1 else many}"
 
 
 def comp_label(g: Graph, cid: int) -> str:

@@ -21,8 +21,9 @@ size grows with the graph plus the trace.  The output is deterministic.
 
 The page's HTML, CSS and JavaScript are package data (``trace_page/``),
 inlined into every page; the data's record layout is ``SCHEMA``, which the
-page reads by field name; every sentence it shows is a template of
-``explain.TRACE_WORDS`` or text built here.
+page reads by field name; every sentence and label it shows is a template
+of ``explain.TRACE_WORDS``, filled here or by the page, or text explain wrote
+(subjects, copy reports).
 """
 
 from __future__ import annotations
@@ -282,33 +283,25 @@ def _fmt(layout) -> str:
     return L.format_layout(layout)
 
 
-def _node_label(g: Graph, ins) -> str:
+def _node_label(g: Graph, ins, words: dict[str, str]) -> str:
     if ins.op == "parameter":
-        return f"parameter {ins.attrs.get('number', -1)}"
+        return words["node-parameter"].format(n=ins.attrs.get("number", -1))
     if ins.op == "root":
-        return "return (entry results)" if g.comps[ins.comp].is_entry else "return"
+        return words["node-entry-return" if g.comps[ins.comp].is_entry else "node-return"]
     return ins.op[len("stablehlo."):] if ins.op.startswith("stablehlo.") else ins.op
 
 
-def _box_title(c) -> str:
-    if c.is_entry:
-        name = f"@{c.name} (entry function)"
-    elif c.kind == "func":
-        name = f"@{c.name}"
-    else:
-        name = f"{c.name} ({c.kind})"
-    return name
-
-
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if abs(n) == 1 else many}"
+def _box_title(c, ops: int, words: dict[str, str]) -> str:
+    key = "box-entry" if c.is_entry else "box-func" if c.kind == "func" else "box-region"
+    return words[key].format(name=c.name, kind=c.kind, ops=ops)
 
 
 def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
                input_name: str | None = None) -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able records (``SCHEMA``)."""
-    from .explain import (TRACE_WORDS, comp_label, describe_use, describe_value, fmt_bytes, link_of,
-                          rule_text, source_rule, value_bytes)
+    from .explain import TRACE_WORDS as W
+    from .explain import (comp_label, describe_use, describe_value, fmt_bytes, link_of, quantity, rule_text,
+                          source_rule, value_bytes)
 
     g, a = graph, assignment
     fixloc = (lambda s: _LOC_DASH.sub(lambda m: f"{input_name}:{m.group(1)}:{m.group(2)}", s)) \
@@ -372,7 +365,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         comps_out.append(_row(
             "comp", name=c.name, kind=c.kind, home=home.get(c.id, -1) if drawn else -2,
             size=size.get(c.id, 0), entry=1 if c.is_entry else 0, instrs=list(c.instrs) if drawn else [],
-            label=comp_label(g, c.id), title=f"{_box_title(c)} \u2014 {size.get(c.id, 0)} ops"))
+            label=comp_label(g, c.id), title=_box_title(c, size.get(c.id, 0), W)))
     instrs_out = []
     for ins in g.instrs:
         layer, slot = placed.get(ins.id, (0, 0))
@@ -382,13 +375,14 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         calls = ""
         if ins.callees and not hosted:
             names = ", ".join(f"@{g.comps[x].name}" if g.comps[x].is_entry else g.comps[x].name for x in ins.callees)
-            calls = f"calls {names} (drawn at its first call)"
+            calls = W["calls"].format(names=names)
         instrs_out.append(_row(
             "instr", op=ops(ins.op), comp=ins.comp, loc=loc, results=ins.results, operands=ins.operands,
             captures=ins.captures, callees=ins.callees, layer=layer, slot=slot,
             expanded=1 if hosted and expand_default and group_size <= EXPAND_LIMIT else 0,
-            label=_node_label(g, ins), tip=ins.op + (f" at {loc}" if loc else ""), calls=calls,
-            regions=f"{_plural(len(hosted), 'region', 'regions')} ({group_size} ops)" if hosted else ""))
+            label=_node_label(g, ins, W), tip=W["tip"].format(op=ins.op, loc=loc) if loc else ins.op, calls=calls,
+            regions=W["regions"].format(regions=quantity(len(hosted), "region", "regions"), ops=group_size)
+            if hosted else ""))
     values_out = []
     for v in g.values:
         values_out.append(_row("value", shape=_value_shape(v), producer=v.producer, index=v.index,
@@ -445,20 +439,21 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             text = fixloc(report.explain())
         else:  # no explanation given: what the assignment alone tells
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
-            text = "(no explanation: pass explain(assignment) to render_trace_html)"
+            text = W["no-explanation"]
         n, b = by_reason.get(reason, (0, 0))
         by_reason[reason] = (n + 1, b + nbytes)
         shape = shape_text(v)
-        head = f"copy #{k}: {shape} {_fmt(src)} \u2192 {_fmt(group.dst)}"
-        per_run = f" ({fmt_bytes(total)} per execution)" if total is not None and trips else ""
+        head = W["copy-title"].format(k=k, shape=shape, src=_fmt(src), dst=_fmt(group.dst))
+        per_run = W["copy-per-run"].format(bytes=fmt_bytes(total)) if total is not None and trips else ""
         first = group.edges[0]
-        item = (f"{head}, {fmt_bytes(nbytes)}{per_run} \u2014 {fixloc(describe_value(g, v.id))} \u2192 "
-                f"{fixloc(describe_use(g, first.consumer, first.operand))}")
+        item = W["copy-item"].format(title=head, bytes=fmt_bytes(nbytes), per_run=per_run,
+                                     producer=fixloc(describe_value(g, v.id)),
+                                     consumer=fixloc(describe_use(g, first.consumer, first.operand)))
         copies.append(_row(
             "copy", value=group.value, src=lays(_fmt(src)), dst=lays(_fmt(group.dst)), bytes=nbytes,
             total=total if total is not None else -1, trips=trips, reason=reason, edges=edges, text=text,
             shape=shape, title=head, item=item,
-            label=f"copy #{k} \u00b7 {fmt_bytes(nbytes)} {_fmt(src)}\u2192{_fmt(group.dst)}"))
+            label=W["copy-label"].format(k=k, bytes=fmt_bytes(nbytes), src=_fmt(src), dst=_fmt(group.dst))))
     entry = g.comps[g.entry]
     params = []
     param_rows = []
@@ -473,10 +468,10 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         b_free = cost.bytes_if_free if cost and cost.bytes_if_free is not None else None
         params.append(_row("param", instr=p, value=v.id, layout=lays(_fmt(lay)) if lay is not None else -1,
                            pinned=1 if pinned else 0, copies_if_free=n_free, bytes_if_free=b_free))
-        if_free = "\u2014" if n_free is None else \
-            f"{_plural(n_free, 'copy', 'copies')}, {'+' if (b_free or 0) >= 0 else ''}{b_free} B"
-        param_rows.append([str(i), _value_shape(v), _fmt(lay) if lay is not None else TRACE_WORDS["unset"],
-                           "pinned" if pinned else "free", if_free])
+        if_free = "\u2014" if n_free is None else W["if-free"].format(
+            copies=quantity(n_free, "copy", "copies"), sign="+" if (b_free or 0) >= 0 else "", bytes=b_free)
+        param_rows.append([str(i), _value_shape(v), _fmt(lay) if lay is not None else W["unset"],
+                           W["pinned" if pinned else "free"], if_free])
     results = []
     result_rows = []
     root = g.instrs[entry.root] if entry.root >= 0 else None
@@ -488,17 +483,17 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         results.append(_row("result", value=v.id if v is not None else -1,
                             layout=lays(_fmt(lay)) if lay is not None else -1, pinned=1 if pinned else 0))
         result_rows.append([str(i), _value_shape(v) if v is not None else "",
-                            _fmt(lay) if lay is not None else TRACE_WORDS["unset"], "pinned" if pinned else "free"])
+                            _fmt(lay) if lay is not None else W["unset"], W["pinned" if pinned else "free"]])
     reason_rows = [[str(n), fmt_bytes(b), f"{rule_text(r)} ({r})"] for r, (n, b) in
                    sorted(by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
     total_bytes = sum(c[SCHEMA["copy"].index("bytes")] for c in copies)
-    ncopies = _plural(len(copies), "copy", "copies")
-    summary = (f"{ncopies}, {fmt_bytes(total_bytes)} moved per execution; target {a.target.name}, "
-               f"entry layouts {a.entry_mode}; {len(trace)} pops in {a.rounds} rounds.")
+    ncopies = quantity(len(copies), "copy", "copies")
+    summary = W["summary"].format(copies=ncopies, bytes=fmt_bytes(total_bytes), target=a.target.name,
+                                  mode=a.entry_mode, pops=len(trace), rounds=a.rounds)
     return {
         "v": 2,
         "schema": SCHEMA,
-        "words": TRACE_WORDS,
+        "words": W,
         "title": title,
         "target": a.target.name,
         "entryMode": a.entry_mode,
@@ -523,8 +518,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         "results": results,
         "totalBytes": total_bytes,
         "rounds": a.rounds,
-        "start": f"start: nothing popped yet ({len(trace)} pops, {a.rounds} rounds)",
-        "end": f"end state: the layouts assigned, {ncopies} inserted",
+        "start": W["start"].format(pops=len(trace), rounds=a.rounds),
+        "end": W["end"].format(copies=ncopies),
         "summary": {
             "text": summary,
             "tables": [
