@@ -28,7 +28,6 @@ send-done fed by a get-tuple-element (NestedTupleInLoop: RET_CHECK).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import pytest
@@ -130,13 +129,8 @@ class Outcome:
         return [None if x is None else tuple(x) for x in self.a.entry_results]
 
 
-@cache
-def _ctx():
-    return mlir.make_context()
-
-
 def run(name: str, entry_layouts: str = "default") -> Outcome:
-    module = mlir.read_input(str(SCENARIOS / name), _ctx())
+    module = mlir.read_input(str(SCENARIOS / name), mlir.make_context())  # a context per scenario
     return Outcome(assign_module(module, "generic", entry_layouts))
 
 
