@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import graph as _graph
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, shape_text
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -696,7 +696,7 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     if not L.is_permutation(lay, v.rank):
         raise PassError(
             f'{what}: mhlo.layout_mode = "{text}" is not a permutation of the {v.rank} dimensions of '
-            f"{L.ArrayShape(v.element, v.dims)}",
+            f"{shape_text(v)}",
             where,
         )
     return lay

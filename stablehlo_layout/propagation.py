@@ -35,7 +35,7 @@ from .constraints import (
     as_origin,
 )
 from .errors import PassError
-from .graph import Graph, Instruction, Value
+from .graph import Graph, Instruction, Value, shape_text
 from .options import check_entry_mode
 from .rules import OpRule, dfs_for
 
@@ -438,7 +438,7 @@ class Engine:
         if len(layout) != v.rank:
             raise PassError(
                 f"layout {L.format_layout(layout)} has the wrong rank for "
-                f"{L.ArrayShape(v.element, v.dims)}",
+                f"{shape_text(v)}",
                 self.g.instrs[v.producer].loc,
             )
         c = self.bc.get(buffer)
