@@ -122,6 +122,23 @@ class XlaCpuTarget(Target):
             return 1
         return None
 
+    @staticmethod
+    def list_order(g: "Graph", comp: int) -> list[int]:
+        """The instructions of ``comp`` in the order of XLA's instruction list, as far as it is known.
+
+        XLA's AddBackendConstraints walks the instruction list, where the
+        instructions earlier XLA passes made come last (``hlo_metadata``);
+        the rest keep the order of the input.  The engine drains the demands
+        depth-first, the last added first, so this order decides ties
+        between equally strong demands.
+        """
+        instrs = g.comps[comp].instrs
+        late = [iid for iid in instrs if g.instrs[iid].attrs.get("xla_pass_created")]
+        if not late:
+            return instrs
+        marked = set(late)
+        return [iid for iid in instrs if iid not in marked] + late
+
     # -- the hook ------------------------------------------------------------
     def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, str, Origin | None, Any, Any]]:
         """What the backend demands of the instructions of ``comp``; the same in every round."""
@@ -133,7 +150,7 @@ class XlaCpuTarget(Target):
         values = g.values
         plan = []
         shared: dict[tuple, tuple] = engine.memo.setdefault("xla-cpu-slots", {})  # type: ignore[assignment]
-        for iid in g.comps[comp].instrs:
+        for iid in self.list_order(g, comp):
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
