@@ -31,42 +31,69 @@ PASS_CREATED = "stablehlo_layout.xla_pass_created"
 _RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
 
 _DEFINITION = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([\w.\-]+)[ \t]*=[ \t]*\S+[ \t]+([\w\-]+)\(([^\n]*)$", re.M)
-# The operand, with or without ``%`` and a shape before it (long-form dumps).
-_OPERAND = re.compile(r"(?:[^%,()\s]+\s+)?%?([\w.\-]+)")
+_NAME_TOKEN = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _OP_NAME = re.compile(r'metadata=\{[^\n]*?\bop_name="((?:[^"\\\n]|\\.)*)"')
 _NAME_LOC = re.compile(r'^loc\("([^"]+)"')
+# XLA's gather and scatter canonicalizers rebuild the gather or scatter itself
+# along with the reshapes of its operands and result, so such a reshape's
+# place relative to it is unknown.
+_REBUILT_WITH_THEIR_RESHAPES = {"gather", "scatter"}
+
+
+def _operand_names(rest: str) -> list[str]:
+    """The operand names in the text after ``opcode(``, up to its closing parenthesis."""
+    depth, end = 1, len(rest)
+    for k, ch in enumerate(rest):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                end = k
+                break
+    inside = re.sub(r"\[[^\]]*\]|\{[^}]*\}", "", rest[:end])  # shapes of long-form operands
+    return [m.group(1) for m in _NAME_TOKEN.finditer(inside)]
 
 
 def pass_created_reshapes(text: str) -> set[str]:
-    """Names of the reshapes in HLO ``text`` that an XLA pass made together with their operand.
+    """Names of the reshapes in HLO ``text`` that an XLA pass made after their consumers.
 
     The signature of a pass that replaced one instruction by a new op and a
     reshape of it: both carry the replaced instruction's ``op_name``, and it
     names a primitive (``jit(f)/.../add``) that does not lower to a reshape.
-    A reshape made on its own, or of a parameter (its ``op_name`` is the
-    argument's, ``args[2]``), often comes with a new consumer as well, so it
-    says nothing about the order.
+    A reshape of a parameter (its ``op_name`` is the argument's,
+    ``args[2]``) was made for some new consumer, and one next to a gather or
+    scatter came with a rebuilt gather or scatter: neither says which of the
+    two XLA lists first, so both keep the input order.
     """
+    opcodes: dict[str, str] = {}
     op_names: dict[str, str] = {}
-    reshapes: list[tuple[str, str]] = []
+    operands: dict[str, list[str]] = {}
     for m in _DEFINITION.finditer(text):
         name, opcode, rest = m.groups()
+        opcodes[name] = opcode
+        operands[name] = _operand_names(rest)
         meta = _OP_NAME.search(rest)
         if meta is not None:
             op_names[name] = meta.group(1)
-        if opcode == "reshape":
-            operand = _OPERAND.match(rest)
-            if operand is not None:
-                reshapes.append((name, operand.group(1)))
+    users: dict[str, list[str]] = {}
+    for name, ops in operands.items():
+        for o in ops:
+            users.setdefault(o, []).append(name)
     names: set[str] = set()
-    for name, operand in reshapes:
+    for name, opcode in opcodes.items():
+        if opcode != "reshape" or not operands[name]:
+            continue
+        operand = operands[name][0]
         op_name = op_names.get(name)
-        # A bare name (``args[2]``) is a parameter's: the reshape rebuilt an
-        # argument for some new consumer, not a replaced operation.
         if op_name is None or "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
             continue
-        if op_names.get(operand) == op_name:
-            names.add(name)
+        if op_names.get(operand) != op_name:
+            continue
+        neighbours = [operand] + users.get(name, [])
+        if any(opcodes.get(n) in _REBUILT_WITH_THEIR_RESHAPES for n in neighbours):
+            continue
+        names.add(name)
     return names
 
 
