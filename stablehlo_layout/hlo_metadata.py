@@ -59,8 +59,9 @@ def pass_created_reshapes(text: str) -> set[str]:
     """Names of the reshapes in HLO ``text`` that an XLA pass made after their consumers.
 
     The signature of a pass that replaced one instruction by a new op and a
-    reshape of it: both carry the replaced instruction's ``op_name``, and it
-    names a primitive (``jit(f)/.../add``) that does not lower to a reshape.
+    reshape of it: the reshape carries the replaced instruction's ``op_name``,
+    a primitive (``jit(f)/.../add``) that does not lower to a reshape, and
+    the new operand carries the same or none.
     A reshape of a parameter (its ``op_name`` is the argument's,
     ``args[2]``) was made for some new consumer, and one next to a gather or
     scatter came with a rebuilt gather or scatter: neither says which of the
@@ -88,8 +89,8 @@ def pass_created_reshapes(text: str) -> set[str]:
         op_name = op_names.get(name)
         if op_name is None or "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
             continue
-        if op_names.get(operand) != op_name:
-            continue
+        if operand in op_names and op_names[operand] != op_name:
+            continue  # the operand is older (its own op_name) or made from something else
         neighbours = [operand] + users.get(name, [])
         if any(opcodes.get(n) in _REBUILT_WITH_THEIR_RESHAPES for n in neighbours):
             continue

@@ -247,6 +247,46 @@ def linen_transformer_one_head() -> ModelProgram:
                     m.apply, params, x)
 
 
+def linen_gray_cnn_train() -> ModelProgram:
+    """Size-1 dims: one input channel, batch 1, a 1x1 conv; Adafactor's factored moments."""
+    import flax.linen as nn
+    import optax
+
+    class GrayCNN(nn.Module):
+        @nn.compact
+        def __call__(self, x: jax.Array) -> jax.Array:
+            x = nn.relu(nn.Conv(8, (3, 3))(x))
+            x = nn.relu(nn.Conv(4, (1, 1))(x))
+            return nn.Dense(10)(x.reshape((x.shape[0], -1)))
+
+    m = GrayCNN()
+    x = _data((1, 8, 8, 1))
+    params = m.init(_key(), x)
+
+    def loss(p: Any, s: Any, x: jax.Array, y: jax.Array) -> Any:
+        return _xent(m.apply(p, x), y), s
+
+    return _train("linen_gray_cnn_train", "flax.linen", "1-channel NHWC conv net with a 1x1 conv, batch 1, Adafactor step",
+                  loss, optax.adafactor(1e-2), params, (x, _labels(1, 10)))
+
+
+def linen_transformer_bf16() -> ModelProgram:
+    import flax.linen as nn
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x: jax.Array) -> jax.Array:
+            h = nn.LayerNorm(dtype=jnp.bfloat16)(x)
+            x = x + nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=16, dtype=jnp.bfloat16)(h, h)
+            return x + nn.Dense(x.shape[-1], dtype=jnp.bfloat16)(nn.gelu(nn.Dense(32, dtype=jnp.bfloat16)(x)))
+
+    m = Block()
+    x = _data((2, 6, 16)).astype(jnp.bfloat16)
+    params = m.init(_key(), x)
+    return _program("linen_transformer_bf16", "flax.linen", "transformer block in bfloat16 (2 heads) forward",
+                    m.apply, params, x)
+
+
 # -- flax nnx --------------------------------------------------------------------------
 
 
@@ -295,6 +335,21 @@ def nnx_transformer_train() -> ModelProgram:
 
     return _train("nnx_transformer_train", "flax.nnx", "transformer block, AdamW step",
                   loss, optax.adamw(1e-3, weight_decay=1e-2), state, (x,))
+
+
+def nnx_transformer_one_head_train() -> ModelProgram:
+    """Size-1 dims: batch 1 and one head, SGD step."""
+    import optax
+    from flax import nnx
+
+    graphdef, state = _nnx_split(_nnx_block(16, 1))
+    x = _data((1, 6, 16))
+
+    def loss(s: Any, aux: Any, x: jax.Array) -> Any:
+        return jnp.mean(nnx.merge(graphdef, s)(x) ** 2), aux
+
+    return _train("nnx_transformer_one_head_train", "flax.nnx", "transformer block, 1 head, batch 1, SGD step",
+                  loss, optax.sgd(1e-2), state, (x,))
 
 
 def _nnx_cnn() -> Any:
@@ -432,6 +487,29 @@ def haiku_attention_train() -> ModelProgram:
                   loss, optax.adam(1e-3), params, (x,))
 
 
+def haiku_attention_one_head_train() -> ModelProgram:
+    """Size-1 dims: batch 1 and one head, with a causal mask."""
+    import haiku as hk
+    import optax
+
+    def f(x: jax.Array) -> jax.Array:
+        t = x.shape[1]
+        mask = jnp.tril(jnp.ones((1, 1, t, t), bool))
+        h = hk.LayerNorm(axis=-1, create_scale=True, create_offset=True)(x)
+        att = hk.MultiHeadAttention(num_heads=1, key_size=16, w_init=hk.initializers.VarianceScaling())
+        return x + att(h, h, h, mask=mask)
+
+    net = hk.without_apply_rng(hk.transform(f))
+    x = _data((1, 6, 16))
+    params = net.init(_key(), x)
+
+    def loss(p: Any, s: Any, x: jax.Array) -> Any:
+        return jnp.mean(net.apply(p, x) ** 2), s
+
+    return _train("haiku_attention_one_head_train", "haiku", "causal hk.MultiHeadAttention, 1 head, batch 1, AdamW step",
+                  loss, optax.adamw(1e-3), params, (x,))
+
+
 # -- equinox ---------------------------------------------------------------------------
 
 
@@ -542,13 +620,43 @@ def equinox_attention_train() -> ModelProgram:
                   loss, optax.lion(1e-4), params, (x,))
 
 
+def equinox_gray_convnet_train() -> ModelProgram:
+    """Size-1 dims: a 1-channel NCHW image, batch 1."""
+    import equinox as eqx
+    import optax
+
+    k1, k2 = jax.random.split(_key(), 2)
+    params, static = _eqx_split(eqx.nn.Sequential([
+        eqx.nn.Conv2d(1, 4, 3, key=k1), eqx.nn.Lambda(jax.nn.relu),
+        eqx.nn.Conv2d(4, 1, 1, key=k2),
+    ]))
+    x = _data((1, 1, 8, 8))
+
+    def loss(p: Any, s: Any, x: jax.Array) -> Any:
+        return jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2), s
+
+    return _train("equinox_gray_convnet_train", "equinox", "1-channel NCHW convs (3x3, then 1x1 to 1 channel), batch 1, Adam step",
+                  loss, optax.adam(1e-3), params, (x,))
+
+
+def equinox_attention_one_head() -> ModelProgram:
+    import equinox as eqx
+
+    params, static = _eqx_split(_eqx_attention(1))
+    x = _data((2, 8, 32))
+    return _program("equinox_attention_one_head", "equinox", "eqx.nn.MultiheadAttention block, 1 head, vmapped",
+                    lambda p, x: jax.vmap(eqx.combine(p, static))(x), params, x)
+
+
 MODELS: dict[str, Callable[[], ModelProgram]] = {
     f.__name__: f for f in (
         linen_mlp, linen_cnn_train, linen_cnn_eval, linen_transformer, linen_transformer_train,
-        linen_transformer_one_head, nnx_transformer, nnx_transformer_train, nnx_cnn_train,
+        linen_transformer_one_head, linen_gray_cnn_train, linen_transformer_bf16,
+        nnx_transformer, nnx_transformer_train, nnx_transformer_one_head_train, nnx_cnn_train,
         haiku_mlp_train, haiku_resblock_nchw_train, haiku_resblock_nhwc_train, haiku_resnet_eval,
-        haiku_attention_train, equinox_mlp_train, equinox_convnet_train, equinox_attention,
-        equinox_attention_train,
+        haiku_attention_train, haiku_attention_one_head_train,
+        equinox_mlp_train, equinox_convnet_train, equinox_gray_convnet_train, equinox_attention,
+        equinox_attention_one_head, equinox_attention_train,
     )
 }
 

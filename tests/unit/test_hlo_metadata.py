@@ -78,6 +78,18 @@ def mlir_ops(module):
     return out
 
 
+def test_an_operand_without_metadata_was_made_by_the_pass_too():
+    # DotDecomposer's dot sometimes carries no metadata; the reshape does.
+    text = """
+  %dot.25 = f32[6,16]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %reshape.14 = f32[6,1,16]{2,1,0} reshape(%dot.25), metadata={op_name="jit(f)/dot_general"}
+  %neg = f32[6,1,16]{2,1,0} negate(%reshape.14), metadata={op_name="jit(f)/neg"}
+  %reshape.15 = f32[6,16,1]{2,1,0} reshape(%neg), metadata={op_name="jit(f)/dot_general"}
+"""
+    # reshape.15's operand has an op_name of its own: it is older.
+    assert pass_created_reshapes(text) == {"reshape.14"}
+
+
 def test_reshapes_next_to_a_gather_or_scatter_are_not():
     # XLA's gather/scatter canonicalizers rebuild the gather or scatter along
     # with these reshapes (seen in XLA:CPU dumps: XLA keeps them row-major).
