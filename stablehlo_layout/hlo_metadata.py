@@ -30,29 +30,57 @@ PASS_CREATED = "stablehlo_layout.xla_pass_created"
 # JAX primitives whose lowering is a stablehlo.reshape.
 _RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
 
-_DEFINITION = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([\w.\-]+)[ \t]*=[ \t]*\S+[ \t]+([\w\-]+)\(([^\n]*)$", re.M)
+# One instruction definition up to the parenthesis that opens its operands
+# (a tuple shape may hold blanks), matched on a line that may define one.
+_DEFINITION = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?([\w.\-]+)[ \t]*=[ \t]*(?:\([^\n]*?\)|[^\s(]+)[ \t]+([\w\-]+)\(")
 _NAME_TOKEN = re.compile(r"%?([A-Za-z_][\w.\-]*)")
-_OP_NAME = re.compile(r'metadata=\{[^\n]*?\bop_name="((?:[^"\\\n]|\\.)*)"')
+_SHAPE_TEXT = re.compile(r"\[[^\]]*\]|\{[^}]*\}")
+_OP_NAME = re.compile(r'metadata=\{.*?\bop_name="((?:[^"\\]|\\.)*)"')
 _NAME_LOC = re.compile(r'^loc\("([^"]+)"')
 # XLA's gather and scatter canonicalizers rebuild the gather or scatter itself
 # along with the reshapes of its operands and result, so such a reshape's
 # place relative to it is unknown.
-_REBUILT_WITH_THEIR_RESHAPES = {"gather", "scatter"}
+_REBUILT_WITH_THEIR_RESHAPES = ("gather", "scatter")
 
 
-def _operand_names(rest: str) -> list[str]:
-    """The operand names in the text after ``opcode(``, up to its closing parenthesis."""
-    depth, end = 1, len(rest)
-    for k, ch in enumerate(rest):
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-            if depth == 0:
-                end = k
-                break
-    inside = re.sub(r"\[[^\]]*\]|\{[^}]*\}", "", rest[:end])  # shapes of long-form operands
-    return [m.group(1) for m in _NAME_TOKEN.finditer(inside)]
+class _Line:
+    """One definition line: its opcode and where its operand list starts."""
+
+    __slots__ = ("text", "opcode", "operands_at")
+
+    def __init__(self, text: str) -> None:
+        m = _DEFINITION.match(text)
+        self.text = text
+        self.opcode = m.group(2) if m else ""
+        self.operands_at = m.end() if m else len(text)
+
+    def operand_names(self) -> list[str]:
+        text, depth, end = self.text, 1, self.operands_at
+        while end < len(text):
+            ch = text[end]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            end += 1
+        inside = _SHAPE_TEXT.sub("", text[self.operands_at:end])  # long-form operands' shapes
+        return [m.group(1) for m in _NAME_TOKEN.finditer(inside)]
+
+    def op_name(self) -> str | None:
+        meta = _OP_NAME.search(self.text, self.operands_at)
+        return meta.group(1) if meta is not None else None
+
+
+def _defined_name(line: str) -> str | None:
+    equals = line.find(" = ")
+    if equals < 0:
+        return None
+    head = line[:equals].strip()
+    if head.startswith("ROOT "):
+        head = head[5:].lstrip()
+    return head[1:] if head.startswith("%") else head
 
 
 def pass_created_reshapes(text: str) -> set[str]:
@@ -67,33 +95,46 @@ def pass_created_reshapes(text: str) -> set[str]:
     scatter came with a rebuilt gather or scatter: neither says which of the
     two XLA lists first, so both keep the input order.
     """
-    opcodes: dict[str, str] = {}
-    op_names: dict[str, str] = {}
-    operands: dict[str, list[str]] = {}
-    for m in _DEFINITION.finditer(text):
-        name, opcode, rest = m.groups()
-        opcodes[name] = opcode
-        operands[name] = _operand_names(rest)
-        meta = _OP_NAME.search(rest)
-        if meta is not None:
-            op_names[name] = meta.group(1)
-    users: dict[str, list[str]] = {}
-    for name, ops in operands.items():
-        for o in ops:
-            users.setdefault(o, []).append(name)
-    names: set[str] = set()
-    for name, opcode in opcodes.items():
-        if opcode != "reshape" or not operands[name]:
+    # Dumps run to 100k instructions: plain string tests per line, and a
+    # line is parsed only where a reshape needs it.
+    lines = text.split("\n")
+    where: dict[str, int] = {}
+    reshapes: list[tuple[str, _Line]] = []
+    rebuilt: list[_Line] = []
+    for k, line in enumerate(lines):
+        name = _defined_name(line)
+        if name is None:
             continue
-        operand = operands[name][0]
-        op_name = op_names.get(name)
+        where[name] = k
+        if " reshape(" in line or " gather(" in line or " scatter(" in line:
+            parsed = _Line(line)
+            if parsed.opcode == "reshape":
+                reshapes.append((name, parsed))
+            elif parsed.opcode in _REBUILT_WITH_THEIR_RESHAPES:
+                rebuilt.append(parsed)
+    candidates: dict[str, str] = {}
+    for name, parsed in reshapes:
+        op_name = parsed.op_name()
         if op_name is None or "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
             continue
-        if operand in op_names and op_names[operand] != op_name:
-            continue  # the operand is older (its own op_name) or made from something else
-        neighbours = [operand] + users.get(name, [])
-        if any(opcodes.get(n) in _REBUILT_WITH_THEIR_RESHAPES for n in neighbours):
+        operands = parsed.operand_names()
+        if not operands:
             continue
+        operand = operands[0]
+        if operand in where:
+            theirs = _Line(lines[where[operand]]).op_name()
+            if theirs is not None and theirs != op_name:
+                continue  # the operand is older (its own op_name) or made from something else
+        candidates[name] = operand
+    if not candidates:
+        return set()
+    next_to_rebuilt = {name for parsed in rebuilt for name in parsed.operand_names()}
+    names = set()
+    for name, operand in candidates.items():
+        if name in next_to_rebuilt:
+            continue  # a gather or scatter reads it
+        if operand in where and _Line(lines[where[operand]]).opcode in _REBUILT_WITH_THEIR_RESHAPES:
+            continue  # it reshapes a gather's or scatter's result
         names.add(name)
     return names
 
