@@ -41,6 +41,8 @@ _NAME_LOC = re.compile(r'^loc\("([^"]+)"')
 # along with the reshapes of its operands and result, so such a reshape's
 # place relative to it is unknown.
 _REBUILT_WITH_THEIR_RESHAPES = ("gather", "scatter")
+# Instructions the HLO converter itself makes without metadata.
+_NEVER_WITH_METADATA = ("get-tuple-element", "parameter", "tuple")
 
 
 class _Line:
@@ -89,8 +91,8 @@ def pass_created_reshapes(text: str) -> set[str]:
     The signature of a pass that replaced one instruction by a new op and a
     reshape of it: the reshape carries the replaced instruction's ``op_name``,
     a primitive (``jit(f)/.../add``) that does not lower to a reshape, and
-    the new operand carries the same or none.
-    A reshape of a parameter (its ``op_name`` is the argument's,
+    the new operand carries the same or none (a tuple element or parameter
+    never carries any, so that says nothing).  A reshape of a parameter (its ``op_name`` is the argument's,
     ``args[2]``) was made for some new consumer, and one next to a gather or
     scatter came with a rebuilt gather or scatter: neither says which of the
     two XLA lists first, so both keep the input order.
@@ -122,9 +124,12 @@ def pass_created_reshapes(text: str) -> set[str]:
             continue
         operand = operands[0]
         if operand in where:
-            theirs = _Line(lines[where[operand]]).op_name()
+            line = _Line(lines[where[operand]])
+            theirs = line.op_name()
             if theirs is not None and theirs != op_name:
                 continue  # the operand is older (its own op_name) or made from something else
+            if theirs is None and line.opcode in _NEVER_WITH_METADATA:
+                continue  # no metadata says nothing of these
         candidates[name] = operand
     if not candidates:
         return set()

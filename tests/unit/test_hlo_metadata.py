@@ -88,6 +88,12 @@ def test_an_operand_without_metadata_was_made_by_the_pass_too():
 """
     # reshape.15's operand has an op_name of its own: it is older.
     assert pass_created_reshapes(text) == {"reshape.14"}
+    # A tuple element never has metadata: that tells nothing.
+    branch = """
+  %get-tuple-element.1 = f32[1,3,2]{2,1,0} get-tuple-element(%slice.1), index=0
+  %transpose.6 = f32[3,1,2]{2,1,0} reshape(%get-tuple-element.1), metadata={op_name="jit(f)/cond/branch_1_fun/transpose"}
+"""
+    assert pass_created_reshapes(branch) == set()
 
 
 def test_reshapes_next_to_a_gather_or_scatter_are_not():
