@@ -95,7 +95,9 @@ def pass_created_reshapes(text: str) -> set[str]:
     never carries any, so that says nothing).  A reshape of a parameter (its ``op_name`` is the argument's,
     ``args[2]``) was made for some new consumer, and one next to a gather or
     scatter came with a rebuilt gather or scatter: neither says which of the
-    two XLA lists first, so both keep the input order.
+    two XLA lists first, so both keep the input order.  A reshape of a
+    gather's result is GatherSimplifier's and counts unless one of its
+    consumers was made by a pass as well.
     """
     # Dumps run to 100k instructions: plain string tests per line, and a
     # line is parsed only where a reshape needs it.
@@ -134,14 +136,38 @@ def pass_created_reshapes(text: str) -> set[str]:
     if not candidates:
         return set()
     next_to_rebuilt = {name for parsed in rebuilt for name in parsed.operand_names()}
-    names = set()
-    for name, operand in candidates.items():
-        if name in next_to_rebuilt:
-            continue  # a gather or scatter reads it
-        if operand in where and _Line(lines[where[operand]]).opcode in _REBUILT_WITH_THEIR_RESHAPES:
-            continue  # it reshapes a gather's or scatter's result
-        names.add(name)
-    return names
+    candidates = {name: operand for name, operand in candidates.items() if name not in next_to_rebuilt}
+    # A gather's result: GatherSimplifier's reshape.  It goes first unless a
+    # pass made a consumer too (named after its opcode, not after the
+    # primitive its op_name names).
+    of_gathers = {name for name, operand in candidates.items()
+                  if operand in where and _Line(lines[where[operand]]).opcode in _REBUILT_WITH_THEIR_RESHAPES}
+    users = _users(lines, of_gathers) if of_gathers else {}
+    return {name for name in candidates
+            if not any(_made_by_a_pass(lines[where[u]], u) for u in users.get(name, ()))}
+
+
+def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
+    """The instructions that read each of ``of``."""
+    mentions = re.compile("|".join(re.escape(n) for n in sorted(of, key=len, reverse=True)))
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        name = _defined_name(line)
+        if name is None or name in of or mentions.search(line) is None:
+            continue
+        for operand in _Line(line).operand_names():
+            if operand in of:
+                out.setdefault(operand, []).append(name)
+    return out
+
+
+def _made_by_a_pass(line: str, name: str) -> bool:
+    """JAX's converter names an instruction after its op_name's primitive; passes after the opcode."""
+    op_name = _Line(line).op_name()
+    if op_name is None:
+        return True
+    primitive = re.sub(r"[^\w.\-]", "_", op_name.rsplit("/", 1)[-1])
+    return re.sub(r"\.\d+$", "", name) != primitive
 
 
 def mark_pass_created(module: ir.Module, text: str) -> None:
