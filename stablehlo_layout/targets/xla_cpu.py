@@ -30,6 +30,8 @@ _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
 # The ops that may need a runtime kernel's row-major or column-major layouts.
 _KERNEL_OPS = {"convolution", "dot", "dot_general"}
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
+_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
+              " instruction list and its demand propagates before its consumers'")
 
 
 def _bytes(v: "Value") -> int:
@@ -193,16 +195,17 @@ class XlaCpuTarget(Target):
                     operands += ((n, L.default_layout(ov.rank)),)
             if operands:
                 # A large module has a few dozen distinct slot lists: keep one of each.
-                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), None))
+                note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
+                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), note))
         plans[comp] = plan  # type: ignore[index]
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         prio = engine.current_priority
         for iid, kind, why, a, b in self._plan(engine, comp):
-            if kind == "catch-all":
+            if kind == "catch-all":  # a: (operand, layout) slots, b: the note
                 # Every operand nothing constrained yet is read row-major.
-                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
+                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, b))
             elif kind == "row-major":  # a: result layouts, b: (operand, layout) pairs
                 engine.set_instruction_layout(a, iid, True, prio, why)
                 for n, lay in b:
