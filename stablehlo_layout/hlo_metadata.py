@@ -97,7 +97,8 @@ def pass_created_reshapes(text: str) -> set[str]:
     scatter came with a rebuilt gather or scatter: neither says which of the
     two XLA lists first, so both keep the input order.  A reshape of a
     gather's result is GatherSimplifier's and counts unless one of its
-    consumers was made by a pass as well.
+    consumers was made by a pass as well.  A reshape without metadata that
+    feeds a convolution counts too.
     """
     # Dumps run to 100k instructions: plain string tests per line, and a
     # line is parsed only where a reshape needs it.
@@ -105,32 +106,49 @@ def pass_created_reshapes(text: str) -> set[str]:
     where: dict[str, int] = {}
     reshapes: list[tuple[str, _Line]] = []
     rebuilt: list[_Line] = []
+    convolutions: list[_Line] = []
     for k, line in enumerate(lines):
         name = _defined_name(line)
         if name is None:
             continue
         where[name] = k
-        if " reshape(" in line or " gather(" in line or " scatter(" in line:
+        if " reshape(" in line or " gather(" in line or " scatter(" in line or " convolution(" in line:
             parsed = _Line(line)
             if parsed.opcode == "reshape":
                 reshapes.append((name, parsed))
             elif parsed.opcode in _REBUILT_WITH_THEIR_RESHAPES:
                 rebuilt.append(parsed)
+            elif parsed.opcode == "convolution":
+                convolutions.append(parsed)
+    has_metadata = "op_name=" in text
+    into_convolutions: set[str] | None = None
     candidates: dict[str, str] = {}
     for name, parsed in reshapes:
-        op_name = parsed.op_name()
-        if op_name is None or "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
-            continue
         operands = parsed.operand_names()
         if not operands:
             continue
         operand = operands[0]
-        if operand in where:
-            line = _Line(lines[where[operand]])
-            theirs = line.op_name()
+        origin = _Line(lines[where[operand]]) if operand in where else None
+        op_name = parsed.op_name()
+        if op_name is None:
+            # A pass that gave the reshape no metadata, in a dump that has
+            # some.  Only the ones feeding a convolution are known to come
+            # after their consumer (the models corpus: conv nets with one
+            # channel); elsewhere such reshapes keep the input order.
+            if not has_metadata or origin is None or origin.opcode in _NEVER_WITH_METADATA:
+                continue
+            if into_convolutions is None:
+                into_convolutions = {n for c in convolutions for n in c.operand_names()}
+            if name in into_convolutions:
+                candidates[name] = operand
+            continue
+        if "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
+            continue
+        if origin is not None:
+            theirs = origin.op_name()
             if theirs is not None and theirs != op_name:
                 continue  # the operand is older (its own op_name) or made from something else
-            if theirs is None and line.opcode in _NEVER_WITH_METADATA:
+            if theirs is None and origin.opcode in _NEVER_WITH_METADATA:
                 continue  # no metadata says nothing of these
         candidates[name] = operand
     if not candidates:

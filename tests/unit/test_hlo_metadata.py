@@ -115,3 +115,16 @@ def test_reshapes_next_to_a_scatter_are_not_nor_a_gathers_read_by_a_pass_made_op
                                 "%select_n.8 = f32[5,4,1,3]{3,2,1,0} select(%m, %reshape.4, %z)")
     assert pass_created_reshapes(jax_consumer) == {"reshape.4"}
     assert pass_created_reshapes(text.replace("scatter(", "add(")) == {"reshape"}
+
+
+def test_a_reshape_without_metadata_into_a_convolution_is_pass_created():
+    # Seen in XLA:CPU dumps of one-channel conv nets' weight gradients: XLA
+    # lays such a reshape out as a bitcast and copies it for the convolution.
+    text = """
+  %select_n.45 = f32[8,8,8]{2,1,0} select(%m, %a, %b), metadata={op_name="jit(f)/select_n"}
+  %reshape.29 = f32[8,8,1,8]{3,2,1,0} reshape(%select_n.45)
+  %convolution.1 = f32[1,3,3,8]{3,2,1,0} convolution(%x, %reshape.29), window={size=8x8 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %reshape.30 = f32[8,8,1,8]{3,2,1,0} reshape(%select_n.45)
+  %neg = f32[8,8,1,8]{3,2,1,0} negate(%reshape.30), metadata={op_name="jit(f)/neg"}
+"""
+    assert pass_created_reshapes(text) == {"reshape.29"}
