@@ -18,6 +18,7 @@ from . import graph as _graph
 from . import layout as L
 from .errors import PassError
 from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, shape_text
+from .hlo_metadata import PASS_CREATED
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -65,7 +66,7 @@ _graph.location_text = location_text
 _EXTRACTED = {
     "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
-    "all_reduce", "reduce_scatter", "all_to_all",
+    "all_reduce", "reduce_scatter", "all_to_all", "reshape",
 }
 
 
@@ -194,6 +195,9 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             out["channel"] = int(m.group(1))
     elif short == "reduce_scatter":
         out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value
+    elif short == "reshape":
+        if PASS_CREATED in attrs:
+            out["xla_pass_created"] = True
     elif short == "all_to_all":
         if "split_dimension" in attrs:
             out["dim"] = ir.IntegerAttr(attrs["split_dimension"]).value

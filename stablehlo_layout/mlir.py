@@ -583,6 +583,9 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
     locate = _hlo_locator(prepared)
     module = _parse(bytecode, path, ctx, locate)  # verified by the parse
     _restore_entry_layout_modes(module, text, path)
+    from .hlo_metadata import mark_pass_created
+
+    mark_pass_created(module, text)
     return module
 
 

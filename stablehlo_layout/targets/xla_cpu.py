@@ -30,6 +30,8 @@ _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
 # The ops that may need a runtime kernel's row-major or column-major layouts.
 _KERNEL_OPS = {"convolution", "dot", "dot_general"}
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
+_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
+              " instruction list and its demand propagates before its consumers'")
 
 
 def _bytes(v: "Value") -> int:
@@ -122,6 +124,23 @@ class XlaCpuTarget(Target):
             return 1
         return None
 
+    @staticmethod
+    def list_order(g: "Graph", comp: int) -> list[int]:
+        """The instructions of ``comp`` in the order of XLA's instruction list, as far as it is known.
+
+        XLA's AddBackendConstraints walks the instruction list, where the
+        instructions earlier XLA passes made come last (``hlo_metadata``);
+        the rest keep the order of the input.  The engine drains the demands
+        depth-first, the last added first, so this order decides ties
+        between equally strong demands.
+        """
+        instrs = g.comps[comp].instrs
+        late = [iid for iid in instrs if g.instrs[iid].attrs.get("xla_pass_created")]
+        if not late:
+            return instrs
+        marked = set(late)
+        return [iid for iid in instrs if iid not in marked] + late
+
     # -- the hook ------------------------------------------------------------
     def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, str, Origin | None, Any, Any]]:
         """What the backend demands of the instructions of ``comp``; the same in every round."""
@@ -133,7 +152,7 @@ class XlaCpuTarget(Target):
         values = g.values
         plan = []
         shared: dict[tuple, tuple] = engine.memo.setdefault("xla-cpu-slots", {})  # type: ignore[assignment]
-        for iid in g.comps[comp].instrs:
+        for iid in self.list_order(g, comp):
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
@@ -176,16 +195,17 @@ class XlaCpuTarget(Target):
                     operands += ((n, L.default_layout(ov.rank)),)
             if operands:
                 # A large module has a few dozen distinct slot lists: keep one of each.
-                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), None))
+                note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
+                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), note))
         plans[comp] = plan  # type: ignore[index]
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
         prio = engine.current_priority
         for iid, kind, why, a, b in self._plan(engine, comp):
-            if kind == "catch-all":
+            if kind == "catch-all":  # a: (operand, layout) slots, b: the note
                 # Every operand nothing constrained yet is read row-major.
-                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, _CATCH_ALL_NOTE))
+                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, b))
             elif kind == "row-major":  # a: result layouts, b: (operand, layout) pairs
                 engine.set_instruction_layout(a, iid, True, prio, why)
                 for n, lay in b:

@@ -1,0 +1,212 @@
+"""What an XLA text dump's metadata says that the HLO -> StableHLO conversion drops.
+
+XLA's layout assignment visits a computation's instructions in the order of
+its instruction list, and that list is not the order a dump prints (dumps
+print a post order).  An instruction that an earlier XLA pass made — the
+reshape DotDecomposer puts after a canonicalized dot, the one
+AlgebraicSimplifier puts after an elementwise op it moved a reshape through —
+is appended to the end of the list, after the instructions it serves.  XLA:CPU
+adds its row-major operand demands in list order and its worklist takes the
+last one added first, so such a reshape is propagated before its consumers:
+when it merely inserts or deletes size-1 dims, its bitcast layout (size-1
+dims most major) wins over the row-major layout its consumers ask for, and
+XLA copies between the two.
+
+The dump still shows which reshapes a pass made: XLA gives new instructions
+the metadata of the one they replace, so such a reshape and its operand
+share an ``op_name`` that names another JAX primitive (``.../dot_general``,
+``.../add``) instead of one that lowers to a reshape.  ``mark_pass_created`` records that on the converted op
+as the unit attribute ``stablehlo_layout.xla_pass_created``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from jaxlib.mlir import ir
+
+PASS_CREATED = "stablehlo_layout.xla_pass_created"
+
+# JAX primitives whose lowering is a stablehlo.reshape.
+_RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
+
+# One instruction definition up to the parenthesis that opens its operands
+# (a tuple shape may hold blanks), matched on a line that may define one.
+_DEFINITION = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?([\w.\-]+)[ \t]*=[ \t]*(?:\([^\n]*?\)|[^\s(]+)[ \t]+([\w\-]+)\(")
+_NAME_TOKEN = re.compile(r"%?([A-Za-z_][\w.\-]*)")
+_SHAPE_TEXT = re.compile(r"\[[^\]]*\]|\{[^}]*\}")
+_OP_NAME = re.compile(r'metadata=\{.*?\bop_name="((?:[^"\\]|\\.)*)"')
+_NAME_LOC = re.compile(r'^loc\("([^"]+)"')
+# XLA's gather and scatter canonicalizers rebuild the gather or scatter itself
+# along with the reshapes of its operands and result, so such a reshape's
+# place relative to it is unknown.
+_REBUILT_WITH_THEIR_RESHAPES = ("gather", "scatter")
+# Instructions the HLO converter itself makes without metadata.
+_NEVER_WITH_METADATA = ("get-tuple-element", "parameter", "tuple")
+
+
+class _Line:
+    """One definition line: its opcode and where its operand list starts."""
+
+    __slots__ = ("text", "opcode", "operands_at")
+
+    def __init__(self, text: str) -> None:
+        m = _DEFINITION.match(text)
+        self.text = text
+        self.opcode = m.group(2) if m else ""
+        self.operands_at = m.end() if m else len(text)
+
+    def operand_names(self) -> list[str]:
+        text, depth, end = self.text, 1, self.operands_at
+        while end < len(text):
+            ch = text[end]
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    break
+            end += 1
+        inside = _SHAPE_TEXT.sub("", text[self.operands_at:end])  # long-form operands' shapes
+        return [m.group(1) for m in _NAME_TOKEN.finditer(inside)]
+
+    def op_name(self) -> str | None:
+        meta = _OP_NAME.search(self.text, self.operands_at)
+        return meta.group(1) if meta is not None else None
+
+
+def _defined_name(line: str) -> str | None:
+    equals = line.find(" = ")
+    if equals < 0:
+        return None
+    head = line[:equals].strip()
+    if head.startswith("ROOT "):
+        head = head[5:].lstrip()
+    return head[1:] if head.startswith("%") else head
+
+
+def pass_created_reshapes(text: str) -> set[str]:
+    """Names of the reshapes in HLO ``text`` that an XLA pass made after their consumers.
+
+    The signature of a pass that replaced one instruction by a new op and a
+    reshape of it: the reshape carries the replaced instruction's ``op_name``,
+    a primitive (``jit(f)/.../add``) that does not lower to a reshape, and
+    the new operand carries the same or none (a tuple element or parameter
+    never carries any, so that says nothing).  A reshape of a parameter (its ``op_name`` is the argument's,
+    ``args[2]``) was made for some new consumer, and one next to a gather or
+    scatter came with a rebuilt gather or scatter: neither says which of the
+    two XLA lists first, so both keep the input order.  A reshape of a
+    gather's result is GatherSimplifier's and counts unless one of its
+    consumers was made by a pass as well.  A reshape without metadata that
+    feeds a convolution counts too.
+    """
+    # Dumps run to 100k instructions: plain string tests per line, and a
+    # line is parsed only where a reshape needs it.
+    lines = text.split("\n")
+    where: dict[str, int] = {}
+    reshapes: list[tuple[str, _Line]] = []
+    rebuilt: list[_Line] = []
+    convolutions: list[_Line] = []
+    for k, line in enumerate(lines):
+        name = _defined_name(line)
+        if name is None:
+            continue
+        where[name] = k
+        if " reshape(" in line or " gather(" in line or " scatter(" in line or " convolution(" in line:
+            parsed = _Line(line)
+            if parsed.opcode == "reshape":
+                reshapes.append((name, parsed))
+            elif parsed.opcode in _REBUILT_WITH_THEIR_RESHAPES:
+                rebuilt.append(parsed)
+            elif parsed.opcode == "convolution":
+                convolutions.append(parsed)
+    has_metadata = "op_name=" in text
+    into_convolutions: set[str] | None = None
+    candidates: dict[str, str] = {}
+    for name, parsed in reshapes:
+        operands = parsed.operand_names()
+        if not operands:
+            continue
+        operand = operands[0]
+        origin = _Line(lines[where[operand]]) if operand in where else None
+        op_name = parsed.op_name()
+        if op_name is None:
+            # A pass that gave the reshape no metadata, in a dump that has
+            # some.  Only the ones feeding a convolution are known to come
+            # after their consumer (the models corpus: conv nets with one
+            # channel); elsewhere such reshapes keep the input order.
+            if not has_metadata or origin is None or origin.opcode in _NEVER_WITH_METADATA:
+                continue
+            if into_convolutions is None:
+                into_convolutions = {n for c in convolutions for n in c.operand_names()}
+            if name in into_convolutions:
+                candidates[name] = operand
+            continue
+        if "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
+            continue
+        if origin is not None:
+            theirs = origin.op_name()
+            if theirs is not None and theirs != op_name:
+                continue  # the operand is older (its own op_name) or made from something else
+            if theirs is None and origin.opcode in _NEVER_WITH_METADATA:
+                continue  # no metadata says nothing of these
+        candidates[name] = operand
+    if not candidates:
+        return set()
+    next_to_rebuilt = {name for parsed in rebuilt for name in parsed.operand_names()}
+    candidates = {name: operand for name, operand in candidates.items() if name not in next_to_rebuilt}
+    # A gather's result: GatherSimplifier's reshape.  It goes first unless a
+    # pass made a consumer too (named after its opcode, not after the
+    # primitive its op_name names).
+    of_gathers = {name for name, operand in candidates.items()
+                  if operand in where and _Line(lines[where[operand]]).opcode in _REBUILT_WITH_THEIR_RESHAPES}
+    users = _users(lines, of_gathers) if of_gathers else {}
+    return {name for name in candidates
+            if not any(_made_by_a_pass(lines[where[u]], u) for u in users.get(name, ()))}
+
+
+def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
+    """The instructions that read each of ``of``."""
+    mentions = re.compile("|".join(re.escape(n) for n in sorted(of, key=len, reverse=True)))
+    out: dict[str, list[str]] = {}
+    for line in lines:
+        name = _defined_name(line)
+        if name is None or name in of or mentions.search(line) is None:
+            continue
+        for operand in _Line(line).operand_names():
+            if operand in of:
+                out.setdefault(operand, []).append(name)
+    return out
+
+
+def _made_by_a_pass(line: str, name: str) -> bool:
+    """JAX's converter names an instruction after its op_name's primitive; passes after the opcode."""
+    op_name = _Line(line).op_name()
+    if op_name is None:
+        return True
+    primitive = re.sub(r"[^\w.\-]", "_", op_name.rsplit("/", 1)[-1])
+    return re.sub(r"\.\d+$", "", name) != primitive
+
+
+def mark_pass_created(module: ir.Module, text: str) -> None:
+    """Put ``stablehlo_layout.xla_pass_created`` on the reshapes an XLA pass made.
+
+    Converted ops are located by their HLO instruction name (a NameLoc).
+    """
+    names = pass_created_reshapes(text)
+    if not names:
+        return
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region:
+                for child in block:
+                    inner = child.operation
+                    if inner.name == "stablehlo.reshape":
+                        m = _NAME_LOC.match(str(inner.location))
+                        if m is not None and m.group(1) in names:
+                            inner.attributes[PASS_CREATED] = ir.UnitAttr.get()
+                    walk(inner)
+
+    with module.context:
+        walk(module.operation)

@@ -1,0 +1,130 @@
+"""Which reshapes of an XLA dump an XLA pass made, read from their metadata."""
+
+from __future__ import annotations
+
+from stablehlo_layout import mlir
+from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.hlo_metadata import PASS_CREATED, pass_created_reshapes
+
+# The shape of XLA:CPU's dumps: DotDecomposer's dot and reshape share the
+# replaced dot_general's metadata.
+DUMP = """HloModule m, entry_computation_layout={(f32[8,32]{1,0}, f32[32,16]{1,0}, f32[32,1,16]{2,1,0})->(f32[8,1,16]{2,1,0}, f32[32,16]{1,0}, f32[16,32]{1,0})}
+
+ENTRY %main (x: f32[8,32], w: f32[32,16], v: f32[32,1,16]) -> (f32[8,1,16], f32[32,16], f32[16,32]) {
+  %x = f32[8,32]{1,0} parameter(0), metadata={op_name="x"}
+  %w = f32[32,16]{1,0} parameter(1), metadata={op_name="w"}
+  %v = f32[32,1,16]{2,1,0} parameter(2), metadata={op_name="v"}
+  %dot = f32[8,16]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(f)/sd,dk->sk/dot_general" stack_frame_id=2}
+  %reshape.2 = f32[8,1,16]{2,1,0} reshape(%dot), metadata={op_name="jit(f)/sd,dk->sk/dot_general" stack_frame_id=2}
+  %tanh = f32[8,1,16]{2,1,0} tanh(%reshape.2), metadata={op_name="jit(f)/tanh"}
+  %reshape.3 = f32[32,16]{1,0} reshape(%v), metadata={op_name="v"}
+  %neg = f32[32,16]{1,0} negate(%reshape.3), metadata={op_name="jit(f)/neg"}
+  %reshape.4 = f32[16,32]{1,0} reshape(f32[512]{0} %flat), metadata={op_name="jit(f)/reshape"}
+  %flat = f32[512]{0} reshape(%neg), metadata={op_name="jit(f)/neg"}
+  ROOT %t = (f32[8,1,16]{2,1,0}, f32[32,16]{1,0}, f32[16,32]{1,0}) tuple(%tanh, %neg, %reshape.4)
+}
+"""
+
+
+def test_a_reshape_made_with_its_operand_is_pass_created():
+    assert pass_created_reshapes(DUMP) == {"reshape.2", "flat"}
+
+
+def test_parameter_reshapes_and_jax_reshapes_are_not():
+    # reshape.3 carries a parameter's op_name (an argument rebuilt for some
+    # new consumer); reshape.4 is JAX's own reshape (read in long form).
+    names = pass_created_reshapes(DUMP)
+    assert "reshape.3" not in names and "reshape.4" not in names
+
+
+def test_without_metadata_nothing_is_marked():
+    bare = "\n".join(line.split(", metadata=")[0] for line in DUMP.splitlines())
+    assert pass_created_reshapes(bare) == set()
+
+
+def test_the_marker_reaches_the_op_and_the_graph(tmp_path):
+    path = tmp_path / "m.before_layout-assignment.txt"
+    path.write_text(DUMP.replace(
+        "  %reshape.4 = f32[16,32]{1,0} reshape(f32[512]{0} %flat), metadata={op_name=\"jit(f)/reshape\"}\n"
+        "  %flat = f32[512]{0} reshape(%neg), metadata={op_name=\"jit(f)/neg\"}\n",
+        "  %flat = f32[512]{0} reshape(%neg), metadata={op_name=\"jit(f)/neg\"}\n"
+        "  %reshape.4 = f32[16,32]{1,0} reshape(f32[512]{0} %flat), metadata={op_name=\"jit(f)/reshape\"}\n"))
+    ctx = mlir.make_context()
+    module = mlir.read_input(str(path), ctx)
+    marked = sorted(str(op.location) for op in mlir_ops(module) if PASS_CREATED in op.attributes)
+    assert marked == ['loc("flat")', 'loc("reshape.2")']
+    r = assign_module(module, "xla-cpu", "default")
+    g = r.graph
+    by_loc = {ins.loc: ins for ins in g.instrs if ins is not None}
+    assert by_loc["reshape.2"].attrs.get("xla_pass_created") is True
+    assert not by_loc["reshape.3"].attrs.get("xla_pass_created")
+    # Propagated before the tanh's row-major demand: the bitcast layout of
+    # the dot's row-major result, size-1 dim most major, as XLA:CPU picks.
+    (vid,) = by_loc["reshape.2"].results
+    assert tuple(r.assignment.layouts[vid]) == (2, 0, 1)
+
+
+def mlir_ops(module):
+    out = []
+
+    def walk(op):
+        for region in op.regions:
+            for block in region:
+                for child in block:
+                    out.append(child.operation)
+                    walk(child.operation)
+
+    walk(module.operation)
+    return out
+
+
+def test_an_operand_without_metadata_was_made_by_the_pass_too():
+    # DotDecomposer's dot sometimes carries no metadata; the reshape does.
+    text = """
+  %dot.25 = f32[6,16]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %reshape.14 = f32[6,1,16]{2,1,0} reshape(%dot.25), metadata={op_name="jit(f)/dot_general"}
+  %neg = f32[6,1,16]{2,1,0} negate(%reshape.14), metadata={op_name="jit(f)/neg"}
+  %reshape.15 = f32[6,16,1]{2,1,0} reshape(%neg), metadata={op_name="jit(f)/dot_general"}
+"""
+    # reshape.15's operand has an op_name of its own: it is older.
+    assert pass_created_reshapes(text) == {"reshape.14"}
+    # A tuple element never has metadata: that tells nothing.
+    branch = """
+  %get-tuple-element.1 = f32[1,3,2]{2,1,0} get-tuple-element(%slice.1), index=0
+  %transpose.6 = f32[3,1,2]{2,1,0} reshape(%get-tuple-element.1), metadata={op_name="jit(f)/cond/branch_1_fun/transpose"}
+"""
+    assert pass_created_reshapes(branch) == set()
+
+
+def test_reshapes_next_to_a_scatter_are_not_nor_a_gathers_read_by_a_pass_made_op():
+    # XLA's scatter canonicalizer rebuilds the scatter along with the reshape
+    # of its updates; a gather's result reshape (GatherSimplifier's) counts
+    # unless its consumer was made by a pass too, as transpose.9 was: JAX
+    # would have named it after its op_name's primitive (select_n).  Both
+    # seen in XLA:CPU dumps, where XLA keeps these reshapes row-major.
+    text = """
+  %add.3 = f32[2,6]{1,0} add(%mul.2, %b), metadata={op_name="jit(f)/add"}
+  %reshape = f32[2,1,6]{2,1,0} reshape(%add.3), metadata={op_name="jit(f)/add"}
+  %scatter.5 = f32[2,6]{1,0} scatter(%a, %i, %reshape), update_window_dims={1,2}, metadata={op_name="jit(f)/scatter"}
+  %gather.2 = f32[5,4,1,1,3]{4,3,2,1,0} gather(%p, %c), offset_dims={1,2,3,4}, metadata={op_name="jit(f)/jit(_take)/gather"}
+  %reshape.4 = f32[5,4,1,3]{3,2,1,0} reshape(%gather.2), metadata={op_name="jit(f)/jit(_take)/gather"}
+  %transpose.9 = f32[4,5,1,3]{3,2,1,0} transpose(%reshape.4), dimensions={1,0,2,3}, metadata={op_name="jit(f)/jit(_take)/select_n"}
+"""
+    assert pass_created_reshapes(text) == set()
+    jax_consumer = text.replace("%transpose.9 = f32[4,5,1,3]{3,2,1,0} transpose(%reshape.4), dimensions={1,0,2,3}",
+                                "%select_n.8 = f32[5,4,1,3]{3,2,1,0} select(%m, %reshape.4, %z)")
+    assert pass_created_reshapes(jax_consumer) == {"reshape.4"}
+    assert pass_created_reshapes(text.replace("scatter(", "add(")) == {"reshape"}
+
+
+def test_a_reshape_without_metadata_into_a_convolution_is_pass_created():
+    # Seen in XLA:CPU dumps of one-channel conv nets' weight gradients: XLA
+    # lays such a reshape out as a bitcast and copies it for the convolution.
+    text = """
+  %select_n.45 = f32[8,8,8]{2,1,0} select(%m, %a, %b), metadata={op_name="jit(f)/select_n"}
+  %reshape.29 = f32[8,8,1,8]{3,2,1,0} reshape(%select_n.45)
+  %convolution.1 = f32[1,3,3,8]{3,2,1,0} convolution(%x, %reshape.29), window={size=8x8 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %reshape.30 = f32[8,8,1,8]{3,2,1,0} reshape(%select_n.45)
+  %neg = f32[8,8,1,8]{3,2,1,0} negate(%reshape.30), metadata={op_name="jit(f)/neg"}
+"""
+    assert pass_created_reshapes(text) == {"reshape.29"}
