@@ -214,10 +214,14 @@ def _classify(data: bytes) -> tuple[str | None, str | None]:
     return None, None
 
 
-def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context) -> ir.Module:
+def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
+         hlo_sources: bool = False) -> ir.Module:
     """Load any supported input kind into `ctx` as a verified module.
 
-    `path` only names the input in errors. Raises `InputError`.
+    `path` only names the input in errors. Raises `InputError`.  With
+    `hlo_sources`, ops read from HLO text keep their HLO instruction names and
+    also carry the user's call stack from XLA's metadata as the name's child
+    location (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -230,7 +234,7 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context)
     if kind == JAX_EXPORT:
         return _load_bytecode(_bytecode_from_jax_export(data, path), path, ctx)
     if kind == HLO_TEXT and text is not None:
-        return _load_hlo_text(text, path, ctx)
+        return _load_hlo_text(text, path, ctx, hlo_sources)
     if kind == MLIR_TEXT and text is not None:
         return _parse(text, path, ctx, _text_locator)  # verified by the parse
     raise InputError(path, _UNKNOWN_INPUT)
@@ -497,15 +501,18 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _MAX_RENAME_ROUNDS = 32
 
 
-def prepare_hlo_text(text: str) -> str:
+def prepare_hlo_text(text: str, sources: bool = False) -> str:
     """HLO text as `hlo_to_stablehlo` should see it.
 
     Drops `metadata={...}` so that ops are located by their HLO instruction
     names (with metadata, XLA names them after `op_name` and stack frames), and
     renames instructions whose names the HLO parser takes for types. Line
-    numbers are unchanged.
+    numbers are unchanged.  With `sources`, metadata that points into the
+    module's stack frames stays, its `op_name` replaced by the instruction's
+    name: the converter then locates the op by that name with the call stack
+    as its child.
     """
-    text = _METADATA.sub(_drop_metadata, text)
+    text = _METADATA.sub(_name_stack_frame if sources else _drop_metadata, text)
     type_like = {m.group(1) for regex in _TYPE_LIKE_DEFINITIONS for m in regex.finditer(text)}
     if not type_like:
         return text
@@ -519,6 +526,23 @@ def _drop_metadata(match: re.Match[str]) -> str:
     # it on the line) it is not a metadata clause: keep it.
     quotes = text.count('"', line_start, start) - text.count('\\"', line_start, start)
     return "" if quotes % 2 == 0 else match.group()
+
+
+_STACK_FRAME_ID = re.compile(r"\bstack_frame_id=(\d+)")
+
+
+def _name_stack_frame(match: re.Match[str]) -> str:
+    """``, metadata={op_name="<instruction>" stack_frame_id=N}`` for a clause with a stack frame."""
+    dropped = _drop_metadata(match)
+    if dropped:  # not a metadata clause
+        return dropped
+    text, start = match.string, match.start()
+    line_start = text.rfind("\n", 0, start) + 1
+    definition = _definition(text[line_start:start])
+    frame = _STACK_FRAME_ID.search(match.group())
+    if definition is None or frame is None or frame.group(1) == "0":
+        return ""
+    return f', metadata={{op_name="{definition[0]}" stack_frame_id={frame.group(1)}}}'
 
 
 def _definition(line: str) -> tuple[str, bool] | None:
@@ -570,11 +594,11 @@ def _rename(text: str, names: Iterable[str], definitions: dict[str, bool]) -> st
     return re.compile("|".join(patterns)).sub(replace, text)
 
 
-def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
+def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False) -> ir.Module:
     # Lazy: the HLO bindings are only needed for this input kind.
     from jaxlib import _jax
 
-    prepared = prepare_hlo_text(text)
+    prepared = prepare_hlo_text(text, sources)
     hlo_module, prepared = _parse_hlo(prepared, text, path)
     try:
         bytecode = _jax.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
