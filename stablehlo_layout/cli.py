@@ -39,6 +39,9 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    a.add_argument("--as-compiled", action="store_true",
+                   help="run XLA's own pipeline for the target (xla-cpu, or xla-gpu deviceless) up to layout "
+                        "assignment and lay out the module XLA is about to lay out")
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
                         "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
@@ -94,7 +97,7 @@ def _assign(args: argparse.Namespace) -> int:
 
     target, warning = get_target(args.target)  # reject a bad name before reading input
     ctx = mlir.make_context()
-    module = _read(args, ctx)
+    module, _sources = _read_program(args, ctx, target)
     result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
@@ -133,6 +136,27 @@ def _read(args: argparse.Namespace, ctx):
     return mlir.read_input(args.input, ctx)
 
 
+def _read_program(args: argparse.Namespace, ctx, target):
+    """The module to lay out and, with ``--as-compiled``, where its instructions came from.
+
+    With ``--as-compiled`` that module is XLA's own, right before its layout
+    assignment, compiled from the input for the target.
+    """
+    if not args.as_compiled:
+        return _read(args, ctx), None
+    from . import compile as xla_compile
+    from . import mlir
+    from .sources import read_sources
+
+    module = _read(args, ctx)
+    path = "<stdin>" if args.input == "-" else args.input
+    compiled = xla_compile.compile_module(module, path, args.target, args.entry_layouts,
+                                          **xla_compile.gpu_options(target))
+    if compiled.note:
+        print(compiled.note, file=sys.stderr)
+    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before)
+
+
 def _analysis(args: argparse.Namespace, trace: bool):
     from . import mlir
     from .assignment import analyze
@@ -140,12 +164,12 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
     target, warning = get_target(args.target)
     ctx = mlir.make_context()
-    module = _read(args, ctx)
+    module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)
-    return assignment
+    return assignment, sources
 
 
 def _emit(args: argparse.Namespace, text: str | bytes) -> None:
@@ -163,7 +187,8 @@ def _explain(args: argparse.Namespace) -> int:
 
     from .explain import explain
 
-    report = explain(_analysis(args, trace=False), fixes=not args.no_fixes, max_reruns=args.max_reruns)
+    assignment, sources = _analysis(args, trace=False)
+    report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
     path = "<stdin>" if args.input == "-" else args.input
     if args.json:
         data = report.to_json()
@@ -178,13 +203,13 @@ def _trace(args: argparse.Namespace) -> int:
     from .explain import explain, render_trace
 
     path = "<stdin>" if args.input == "-" else args.input
-    assignment = _analysis(args, trace=True)
+    assignment, sources = _analysis(args, trace=True)
     if args.html:
         from .html import write_trace_html
 
         # Explanations power the click-through on each copy; their what-if
         # reruns are skipped here to keep large modules quick.
-        report = explain(assignment, fixes=False)
+        report = explain(assignment, fixes=False, sources=sources)
         try:
             write_trace_html(assignment.graph, assignment, report, args.html,
                              f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
@@ -203,6 +228,11 @@ def _with_path(text: str, path: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "as_compiled", False):
+            from . import compile as xla_compile
+
+            xla_compile.check_target(args.target)  # before reading (and maybe exporting) the input
+            xla_compile.prepare_environment(args.target)
         if args.command == "assign":
             return _assign(args)
         if args.command == "explain":
