@@ -41,11 +41,13 @@ if TYPE_CHECKING:
 
 # Custom-call targets XLA:GPU knows by name.
 _TOPK = "__gpu$TopK"
-_CUB_SORT = "xla.gpu.ext.cub_sort_unassigned_scratch_size"
+# CUB radix sorts, as XLA:GPU names them before and after their scratch size is known.
+_CUB_SORT = ("__cub$DeviceRadixSort", "xla.gpu.ext.cub_sort_unassigned_scratch_size")
 # cuDNN convolutions XLA:GPU forms before layout assignment, by kind: which
 # of (operand 0, operand 1, result 0) is the convolution's input, filter and
 # output.
 _CUDNN_CONV_PREFIX = "__cudnn$conv"
+_ROCM_NHWC_ARCHS = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"}
 _CUDNN_CONV_ROLES = {
     "__cudnn$convForward": ("input", "filter", "output"),
     "__cudnn$convBiasActivationForward": ("input", "filter", "output"),
@@ -324,7 +326,7 @@ class XlaGpuTarget(Target):
                 v = g.values[ins.operands[0]]
                 self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
                 self._default_results(engine, iid, why)
-            elif (hlo == "sort" or target == _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
+            elif (hlo == "sort" or target in _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
                 self._sort(engine, ins)
             elif target == _TOPK or hlo == "topk":
                 # chlo.top_k becomes either the TopK custom call or a sort
@@ -388,9 +390,14 @@ class XlaGpuTarget(Target):
             if not half or self.compute_capability < (7, 0) or output_rank != 4:
                 return "NCHW"
             return "NHWC"
-        if not half or not self.rocm_nhwc or output_rank != 4:
+        if not half or not self.rocm_nhwc or not self.rocm_has_nhwc() or output_rank != 4:
             return "NCHW"
         return "NHWC"
+
+    def rocm_has_nhwc(self) -> bool:
+        """RocmComputeCapability::has_nhwc_layout_support: CDNA (MI100) and later."""
+        arch = self.gpu.rocm_arch.split(":", 1)[0]
+        return arch in _ROCM_NHWC_ARCHS
 
     def conv_layouts(self, c: dict, element: str, output_rank: int) -> tuple[str, dict[str, L.Layout]]:
         """XLA's StreamExecutorConvLayoutsToXlaLayouts for the heuristic's format:

@@ -76,6 +76,10 @@ def programs():
         "dots_f32": (dots, [((4, 8, 16), f32), ((4, 16, 8), f32), ((8, 32), f32)]),
         "sort_topk_f32": (sort_topk, [((16, 8), f32)]),
         "linalg_f32": (linalg, [((8, 8), f32), ((8, 4), f32)]),
+        # XLA:GPU makes a reduction a row reduction only when the reduced
+        # elements number at least 32 (16, a divisor of the warp size, is not enough).
+        "reduce_16_f32": (lambda x: jnp.sum(jnp.sin(x), axis=1), [((64, 16, 64), f32)]),
+        "reduce_32_f32": (lambda x: jnp.sum(jnp.sin(x), axis=1), [((64, 32, 64), f32)]),
     }
 
 
