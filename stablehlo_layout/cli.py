@@ -153,11 +153,12 @@ def _read_program(args: argparse.Namespace, ctx, target):
 
     module = _read(args, ctx)
     path = "<stdin>" if args.input == "-" else args.input
-    compiled = xla_compile.compile_module(module, path, args.target, args.entry_layouts,
+    compiled = xla_compile.compile_module(module, path, xla_compile.backend_of(target), args.entry_layouts,
                                           **xla_compile.gpu_options(target))
     if compiled.note:
         print(compiled.note, file=sys.stderr)
-    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before)
+    args.compiled_by = compiled.backend
+    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
 
 
 def _analysis(args: argparse.Namespace, trace: bool):
@@ -196,6 +197,8 @@ def _explain(args: argparse.Namespace) -> int:
     if args.json:
         data = report.to_json()
         data["input"] = path
+        if getattr(args, "compiled_by", None):
+            data["compiled_by"] = args.compiled_by
         _emit(args, json.dumps(data, indent=2) + "\n")
     else:
         _emit(args, _with_path(report.render(), path))
@@ -234,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "as_compiled", False):
             from . import compile as xla_compile
 
-            xla_compile.check_target(args.target)  # before reading (and maybe exporting) the input
+            if args.target == "generic":  # before reading (and maybe exporting) the input
+                xla_compile.check_target(args.target)
             xla_compile.prepare_environment(args.target)
         if args.command == "assign":
             return _assign(args)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 # be able to set jax's environment (``prepare_environment``) before jaxlib's
 # runtime loads and reads it.
 
-__all__ = ["COMPILE_TARGETS", "Compiled", "GPU_EXTRA_HINT", "check_target", "compile_module", "gpu_options",
+__all__ = ["COMPILE_TARGETS", "Compiled", "GPU_EXTRA_HINT", "backend_of", "check_target", "compile_module", "gpu_options",
            "prepare_environment", "with_entry_layout_modes"]
 
 # The targets that name an XLA backend whose pipeline can be run.
@@ -125,6 +125,22 @@ def with_entry_layout_modes(module: ir.Module, entry_layouts: str) -> ir.Module:
             if key in clone.operation.attributes:
                 del clone.operation.attributes[key]
     return clone
+
+
+_POSITION = re.compile(r'loc\("-":(\d+):(\d+)\)')
+
+
+def _check_ops_known(module: ir.Module, path: str) -> None:
+    """Refuse ops of dialects no jaxlib knows: XLA's converter crashes on them instead of saying so."""
+    from .importer import nested_ops
+
+    context = module.context
+    for op in nested_ops(module.operation):
+        if not context.is_registered_operation(op.name):
+            m = _POSITION.match(str(op.location))
+            line, col = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+            raise InputError(path, f"XLA cannot compile '{op.name}': an op of a dialect XLA does not know",
+                             line, col)
 
 
 # --------------------------------------------------------------------------
@@ -219,6 +235,17 @@ def _cpu_client() -> tuple[Any, Any]:
     return device.client, device
 
 
+def backend_of(target: Any) -> str:
+    """The XLA backend whose pipeline a target object stands for: its own, or that of the target it derives from."""
+    from .targets import XlaCpuTarget, XlaGpuTarget
+
+    if isinstance(target, XlaGpuTarget):
+        return "xla-gpu"
+    if isinstance(target, XlaCpuTarget):
+        return "xla-cpu"
+    return getattr(target, "name", str(target))
+
+
 def check_target(target: str) -> None:
     """``--as-compiled`` needs a target that names an XLA backend."""
     if target not in COMPILE_TARGETS:
@@ -226,7 +253,7 @@ def check_target(target: str) -> None:
                                              f"{' or '.join(COMPILE_TARGETS)} (not {target!r})")
 
 
-def prepare_environment(target: str) -> None:
+def prepare_environment(target: str = "") -> None:
     """For a command line process, before anything loads jaxlib's runtime: start jax quietly.
 
     Every compile here is for a described target, never for a device of this
@@ -238,8 +265,7 @@ def prepare_environment(target: str) -> None:
     """
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # XLA's INFO lines ("dump enabled ...")
-    if target == "xla-gpu":
-        os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")  # only the CUDA plugin reads it
     import sys
 
     sys.stderr.flush()
@@ -313,6 +339,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
             ir.IntegerAttr(module.operation.attributes["mhlo.num_partitions"]).value > 1:
         raise InputError(path, "--as-compiled compiles for one device; this module is partitioned "
                                f"for {ir.IntegerAttr(module.operation.attributes['mhlo.num_partitions']).value}")
+    _check_ops_known(module, path)
     program = with_entry_layout_modes(module, entry_layouts)
     f = _entry_function(program)
     ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)

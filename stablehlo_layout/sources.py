@@ -168,8 +168,12 @@ class _Stacks:
         return tuple(out)
 
 
-def read_sources(hlo_text: str) -> dict[str, Source]:
-    """HLO instruction name -> where it came from, for every instruction with metadata."""
+def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Source]:
+    """HLO instruction name -> where it came from, for every instruction with metadata.
+
+    A module parsed from MLIR text has locations in the parse buffer, which
+    MLIR names ``-``; ``buffer_name`` (the input file) replaces that name.
+    """
     stacks = _Stacks()
     pending: list[tuple[str, str]] = []  # (instruction name, metadata text)
     section: str | None = None
@@ -201,7 +205,10 @@ def read_sources(hlo_text: str) -> dict[str, Source]:
         if not stack:
             file, line_no = _field(meta, "source_file"), _field(meta, "source_line")
             if file:
-                stack = (Frame(file, int(line_no) if line_no else 0),)
+                column = _field(meta, "source_column")
+                stack = (Frame(file, int(line_no) if line_no else 0, int(column) if column else None),)
+        if buffer_name is not None:
+            stack = tuple(Frame(buffer_name, f.line, f.column, f.function) if f.file == "-" else f for f in stack)
         if op_name or stack:
             out[name] = Source(op_name, stack)
     return out

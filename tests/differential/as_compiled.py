@@ -73,7 +73,7 @@ class Realistic:
         """The serialized ``jax.export`` artifact: the raw program a user hands the tool."""
         ins, outs = self.formats()
         jitted = jax.jit(self.fn, in_shardings=ins, out_shardings=outs, keep_unused=True)
-        platforms = None if self.device is None else [self.device.platform]
+        platforms = None if self.device is None else ["cuda"]  # a GPU topology device says "gpu"
         # LayoutConstraint (with_layout_constraint) has no export compatibility guarantee; XLA
         # reads it all the same, and the programs here are compiled by the jaxlib that exported them.
         checks = [jax.export.DisabledSafetyCheck.custom_call("LayoutConstraint")]
@@ -186,8 +186,13 @@ def programs(device: Any = None) -> list[Realistic]:
         Realistic("linalg_solve", linalg_solve, [_f32(16, 16), _f32(16, 4)], [col]),
         Realistic("layout_constraint", layout_constraint, [_f32(32, 16), _f32(16, 8)], [col, "auto"]),
     ]
-    for p in out:
-        p.device = device
+    if device is not None:
+        from jax.sharding import SingleDeviceSharding
+
+        sharding = SingleDeviceSharding(device)
+        for p in out:
+            p.device = device
+            p.args = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=sharding) for a in p.args]
     return out
 
 
@@ -223,7 +228,9 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
         ours_before = os.path.join(tmp, "ours.before.txt")
         with open(ours_before, "w") as f:
             f.write(compiled.before)
-        out = compare_dumps(ours_before, oracle.after, target=target)
+        # A target object carries its GPU (compare_dumps hands it to assign_module as it is).
+        rules = target if gpu is None else _gpu_target(gpu)
+        out = compare_dumps(ours_before, oracle.after, target=rules)
         with open(oracle.after) as f:
             xla_params, xla_result = _entry_layouts(f.read())
         with open(oracle.before) as f:
@@ -234,7 +241,7 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
         from stablehlo_layout.assignment import assign_module
 
         ctx = mlir.make_context()
-        r = assign_module(mlir.load(compiled.before, export_path, ctx), target if gpu is None else _gpu_target(gpu))
+        r = assign_module(mlir.load(compiled.before, export_path, ctx), rules)
         ours = [tuple(x) if x is not None else None for x in r.assignment.entry_params]
         xla = [p.layout for p in xla_params]
         ours_res = [tuple(x) if x is not None else None for x in r.assignment.entry_results]
