@@ -1,7 +1,7 @@
 """The ``stablehlo-layout`` command (mirrors ``mlir-opt`` habits).
 
     stablehlo-layout assign  [--target T] [--gpu NAME|FILE] [--entry-layouts default|free]
-                             [--mlir-print-debuginfo] [-o OUT] INPUT
+                             [--as-compiled] [--mlir-print-debuginfo] [-o OUT] INPUT
     stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
     stablehlo-layout trace   [same options] INPUT
 

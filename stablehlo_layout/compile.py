@@ -143,6 +143,25 @@ def _check_ops_known(module: ir.Module, path: str) -> None:
                              line, col)
 
 
+def _check_single_platform(module: ir.Module, path: str) -> None:
+    """A multi-platform export branches on a platform index argument that only ``Exported.call`` supplies.
+
+    Compiled as it is, XLA would lay out every platform's branch, not the
+    program it runs; say so rather than answer for the wrong program.
+    """
+    from jaxlib.mlir import ir
+
+    f = _entry_function(module)
+    if "arg_attrs" not in f.attributes:
+        return
+    for d in ir.ArrayAttr(f.attributes["arg_attrs"]):
+        d = ir.DictAttr(d)
+        if "jax.global_constant" in d and ir.StringAttr(d["jax.global_constant"]).value == "_platform_index":
+            raise InputError(path, "a jax.export for several platforms (its @main takes the platform index): "
+                                   "--as-compiled needs one exported for the target's platform alone, e.g. "
+                                   "jax.export.export(f, platforms=['cpu'])")
+
+
 # --------------------------------------------------------------------------
 # The temporary dump folder
 
@@ -340,6 +359,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         raise InputError(path, "--as-compiled compiles for one device; this module is partitioned "
                                f"for {ir.IntegerAttr(module.operation.attributes['mhlo.num_partitions']).value}")
     _check_ops_known(module, path)
+    _check_single_platform(module, path)
     program = with_entry_layout_modes(module, entry_layouts)
     f = _entry_function(program)
     ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)

@@ -474,6 +474,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
+    if as_compiled and compiled.note:
+        result.warnings.append(compiled.note)
     explanation = explain(result.assignment, fixes=fixes, sources=sources)
     a = result.assignment
     params = [EntryLayout("parameter", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_params, i))

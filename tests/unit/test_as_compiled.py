@@ -429,3 +429,18 @@ def test_loader_keeps_names_and_adds_call_stacks():
 def test_bad_target_before_reading(capsys):
     with pytest.raises(InputError):
         xla_compile.check_target("generic")
+
+
+def test_multi_platform_export_is_refused(tmp_path, capsys):
+    """XLA would lay out every platform's branch of such an export, not the program that runs."""
+    def f(a):
+        return jax.numpy.linalg.cholesky(a @ a.T + 4.0 * jax.numpy.eye(4)).T
+
+    exported = jax.export.export(jax.jit(f), platforms=["cpu", "cuda"])(jax.ShapeDtypeStruct((4, 4), "float32"))
+    path = tmp_path / "multi.jax_export"
+    path.write_bytes(exported.serialize())
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", str(path))
+    assert code == 1
+    assert err == (f"{path}: error: a jax.export for several platforms (its @main takes the platform index): "
+                   "--as-compiled needs one exported for the target's platform alone, e.g. "
+                   "jax.export.export(f, platforms=['cpu'])\n")
