@@ -174,7 +174,6 @@ def _dump_folder() -> Iterator[str]:
     SIGTERM is turned into an exception for the duration so that the folder
     is still removed.
     """
-    folder = tempfile.mkdtemp(prefix="stablehlo-layout-xla-")
     previous = None
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:
@@ -182,11 +181,14 @@ def _dump_folder() -> Iterator[str]:
             raise KeyboardInterrupt("SIGTERM")
 
         previous = signal.signal(signal.SIGTERM, on_term)
+    folder = None
     try:
+        folder = tempfile.mkdtemp(prefix="stablehlo-layout-xla-")
         yield folder
     finally:
         try:
-            shutil.rmtree(folder, ignore_errors=True)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
         finally:
             if main_thread:
                 signal.signal(signal.SIGTERM, previous)

@@ -220,7 +220,7 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
             return {"name": program.name, "status": "skipped", "reason": oracle.reason}
         export_path = os.path.join(tmp, f"{program.name}.jax_export")
         with open(export_path, "wb") as f:
-            f.write(program.exported())
+            f.write(program.exported() if hasattr(program, "exported") else _exported(program))
         ctx = mlir.make_context()
         module = mlir.read_input(export_path, ctx)
         options = {} if gpu is None else {"gpu_config": gpu.text, "gpu_label": gpu.name}
@@ -249,6 +249,13 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
         out["entry"] = {"ours": [ours, ours_res], "xla": [xla, xla_res]}
         out["entry_agrees"] = _same(ours, xla) and _same(ours_res, xla_res)
     return out
+
+
+def _exported(program: Any) -> bytes:
+    """The raw export of a generated program (``programs.Program``), as ``Realistic.exported``."""
+    ins, outs = program.formats()
+    jitted = jax.jit(program.fn, in_shardings=ins, out_shardings=outs, keep_unused=True)
+    return bytes(jax.export.export(jitted)(*program.args).serialize())
 
 
 def _gpu_target(gpu: Any) -> Any:
@@ -286,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", default="xla-cpu", choices=("xla-cpu", "xla-gpu"))
     ap.add_argument("--gpu", default="h100")
+    ap.add_argument("--generated", type=int, default=0, metavar="N",
+                    help="also the first N programs of the differential generator (seed 0; XLA:CPU)")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args(argv)
     device = gpu = None
@@ -296,14 +305,28 @@ def main(argv: list[str] | None = None) -> int:
 
         gpu = load_gpu(args.gpu)
         device = topologies.get_topology_desc(platform="cuda", target_config=gpu.text, topology="1x1x1").devices[0]
-    for p in programs(device):
+    corpus: list[Any] = programs(device)
+    if args.generated:
+        from .programs import generate
+
+        corpus += [generate(0, i) for i in range(args.generated)]
+    totals = {"programs": 0, "agree": 0, "values": 0, "xla_edges": 0, "edges_matched": 0, "entry": 0}
+    for p in corpus:
         if args.names and p.name not in args.names:
             continue
         r = check(p, args.target, gpu)
         print(summary_line(r))
+        if r.get("status") == "ok":
+            totals["programs"] += 1
+            totals["entry"] += bool(r["entry_agrees"])
+            for k in ("agree", "values", "xla_edges", "edges_matched"):
+                totals[k] += r[k]
         for d in r.get("diffs", [])[:5]:
             print(f"    {d['kind']}: {d['name']} ours/xla {d.get('ours', d.get('layout'))} {d.get('xla', '')}")
         sys.stdout.flush()
+    print(f"total: {totals['programs']} programs compared, entry layouts agree on {totals['entry']}, "
+          f"values {totals['agree']}/{totals['values']}, XLA copy edges matched "
+          f"{totals['edges_matched']}/{totals['xla_edges']}")
     return 0
 
 
