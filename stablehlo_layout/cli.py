@@ -129,13 +129,13 @@ def render_pass_error(path: str, e: PassError) -> str:
     return f"{shown}: error: {msg}"
 
 
-def _read(args: argparse.Namespace, ctx):
+def _read(args: argparse.Namespace, ctx, platforms=None):
     """A file, stdin, or a JAX function ``MODULE:FUNCTION`` exported at the ``--arg`` shapes."""
     from . import mlir
     from .jax import is_reference, read_input_or_reference
 
     if args.arg or is_reference(args.input):
-        return read_input_or_reference(args.input, args.arg, ctx)
+        return read_input_or_reference(args.input, args.arg, ctx, platforms)
     return mlir.read_input(args.input, ctx)
 
 
@@ -151,9 +151,11 @@ def _read_program(args: argparse.Namespace, ctx, target):
     from . import mlir
     from .sources import read_sources
 
-    module = _read(args, ctx)
+    backend = xla_compile.backend_of(target)
+    # A JAX function is lowered for the platform it is compiled for.
+    module = _read(args, ctx, ["cuda"] if backend == "xla-gpu" else None)
     path = "<stdin>" if args.input == "-" else args.input
-    compiled = xla_compile.compile_module(module, path, xla_compile.backend_of(target), args.entry_layouts,
+    compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
                                           **xla_compile.gpu_options(target))
     if compiled.note:
         print(compiled.note, file=sys.stderr)

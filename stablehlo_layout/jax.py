@@ -596,7 +596,7 @@ def _check_arity(ref: str, fn: Callable, n: int) -> None:
         raise InputError(ref, f"{name}({names}) takes {want} argument(s), got {n} --arg spec(s)")
 
 
-def _exported_reference(ref: str, arg_specs: Sequence[str]):
+def _exported_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None):
     from jax.experimental.layout import Format
     from jax.experimental.layout import Layout as JaxLayout
     from jax.sharding import SingleDeviceSharding
@@ -617,31 +617,34 @@ def _exported_reference(ref: str, arg_specs: Sequence[str]):
         else Format(JaxLayout(major_to_minor=L.to_major_to_minor(s.layout)), SingleDeviceSharding(_device()))
         for s in specs)
     try:
-        return _export(fn, structs, in_formats, None)
+        return _export(fn, structs, in_formats, None, platforms)
     except Exception as e:
         text = str(e).strip().splitlines()
         detail = text[0] if text else ""
         raise InputError(ref, f"cannot export with the given --arg shapes: {type(e).__name__}: {detail}") from None
 
 
-def module_from_reference(ref: str, arg_specs: Sequence[str]) -> bytes:
+def module_from_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None) -> bytes:
     """Serialized ``jax.export`` artifact of ``module:function`` at the given argument shapes.
 
     ``arg_specs`` are XLA shape strings, one per positional argument; a layout
     (``f32[8,128]{0,1}``, minor_to_major) pins that argument, none means the
     default.  The bytes load with ``mlir.load``.  Raises ``InputError(ref, reason)``.
+    ``platforms`` lowers for other platforms than this machine's (``["cuda"]``
+    for a deviceless XLA:GPU compile).
     """
-    return bytes(_exported_reference(ref, arg_specs).serialize())
+    return bytes(_exported_reference(ref, arg_specs, platforms).serialize())
 
 
-def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any):
+def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any, platforms: Sequence[str] | None = None):
     """``module_from_reference`` loaded into ``ctx``: what the CLI calls for a reference INPUT."""
     from . import mlir
 
-    return mlir.load(module_from_reference(ref, arg_specs), ref, ctx)
+    return mlir.load(module_from_reference(ref, arg_specs, platforms), ref, ctx)
 
 
-def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any):
+def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any,
+                            platforms: Sequence[str] | None = None):
     """What the CLI reads: a file (or ``-``) as before, or ``MODULE:FUNCTION`` exported at ``--arg`` shapes.
 
     jax is imported only for a reference.  ``--arg`` with a file input is an error.
@@ -649,7 +652,7 @@ def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: An
     from . import mlir
 
     if is_reference(input):
-        return load_reference(input, list(arg_specs or ()), ctx)
+        return load_reference(input, list(arg_specs or ()), ctx, platforms)
     if arg_specs:
         raise InputError(input, "--arg is only for MODULE:FUNCTION inputs such as examples.models:mlp")
     return mlir.read_input(input, ctx)

@@ -444,3 +444,13 @@ def test_multi_platform_export_is_refused(tmp_path, capsys):
     assert err == (f"{path}: error: a jax.export for several platforms (its @main takes the platform index): "
                    "--as-compiled needs one exported for the target's platform alone, e.g. "
                    "jax.export.export(f, platforms=['cpu'])\n")
+
+
+def test_function_reference_for_xla_gpu_is_lowered_for_cuda(capsys):
+    _gpu_device("a100")
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", "a100", "--json",
+                          "--no-fixes", "examples.models:cholesky_solve", "--arg", "f32[32,32]", "--arg", "f32[32,4]")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["compiled_by"].startswith("XLA:GPU (")
+    assert "cusolver_potrf_ffi" in out and "lapack_" not in out
