@@ -202,6 +202,8 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             "output_feature": cd.output_feature_dimension,
             "output_spatial": tuple(cd.output_spatial_dimensions),
         }
+        # Left as a convolution by XLA:GPU's rewriter (see mlir.KEPT_CONVOLUTION).
+        out["not_cudnn"] = "stablehlo_layout.not_a_cudnn_call" in attrs
         out["window_reversal"] = (
             any(bool(x) for x in ir.DenseBoolArrayAttr(attrs["window_reversal"]))
             if "window_reversal" in attrs else False

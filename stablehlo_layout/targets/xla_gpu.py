@@ -305,10 +305,12 @@ class XlaGpuTarget(Target):
                                 "gemms only after layout assignment", ins.loc)
             if target is not None and target.startswith(_CUDNN_CONV_PREFIX):
                 self._cudnn_conv(engine, ins, target)
-            # XLA rewrites every convolution into a cuDNN custom call before
-            # this pass; on raw StableHLO the same heuristic applies to the
-            # convolution itself, as a forward convolution.
-            elif hlo == "convolution" and "conv" in ins.attrs:
+            # XLA rewrites every convolution cuDNN can run into a cuDNN custom
+            # call before this pass; on raw StableHLO the same heuristic
+            # applies to the convolution itself, as a forward convolution.  A
+            # convolution an XLA:GPU dump still holds is one cuDNN cannot run,
+            # and XLA:GPU places no constraint on it.
+            elif hlo == "convolution" and "conv" in ins.attrs and not ins.attrs.get("not_cudnn"):
                 self._convolution(engine, ins)
             elif hlo in _DOTS and "lhs_batch" in ins.attrs:
                 self._dot(engine, ins)
