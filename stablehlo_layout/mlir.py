@@ -622,6 +622,7 @@ CONV_ATTRIBUTES = {
     "feature_group_count": "stablehlo_layout.feature_group_count",
     "batch_group_count": "stablehlo_layout.batch_group_count",
 }
+KEPT_CONVOLUTION = "stablehlo_layout.not_a_cudnn_call"
 _CUDNN_TARGET = 'custom_call_target="__cudnn$conv'
 _DEFINED_NAME = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
 _CONV_FIELDS = re.compile(
@@ -650,6 +651,11 @@ def _restore_cudnn_conv_attributes(module: ir.Module, text: str, path: str) -> N
     with module.context:
         i64 = ir.IntegerType.get_signless(64)
         for op in _walk(module.operation):
+            if op.name == "stablehlo.convolution":
+                # The dump is past XLA:GPU's convolution rewriting: a convolution
+                # still here is one cuDNN cannot run, and no GPU rule applies to it.
+                op.attributes[KEPT_CONVOLUTION] = ir.UnitAttr.get()
+                continue
             if op.name != "stablehlo.custom_call":
                 continue
             loc = _QUOTED.search(str(op.location))

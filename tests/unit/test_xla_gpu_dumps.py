@@ -25,7 +25,7 @@ PAIRS = sorted(DUMPS.glob("*/*.before.txt"))
 
 def test_the_dumps_cover_both_generations():
     assert {p.parent.name for p in PAIRS} == {"a100", "h100"}
-    assert len(PAIRS) == 24
+    assert len(PAIRS) == 28
 
 
 @pytest.mark.parametrize("before", PAIRS, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")

@@ -44,6 +44,24 @@ def programs():
         c = conv(dn)
         return lambda x, w1, w2: jnp.sum(c(jax.nn.relu(c(x, w1)), w2) ** 2)
 
+    def grouped_filter_grad(x, w):
+        c = lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NCHW", "HWIO", "NHWC"),
+                                                  feature_group_count=2)
+        return jax.grad(lambda w: jnp.sum(c(x, w) ** 2))(w)
+
+    def transformer_loss(x, g, wqkv, wo, wi, wout, heads=4):
+        # A pre-norm attention + MLP block as model code writes it: the head
+        # split and merge are reshapes and transposes around batched dots.
+        b, t, d = x.shape
+        h = x * lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
+        q, k, v = jnp.split(h @ wqkv, 3, axis=-1)
+        split = lambda a: a.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
+        q, k, v = split(q), split(k), split(v)
+        att = jax.nn.softmax(jnp.einsum("bhqd,bhkd->bhqk", q, k) / (d // heads) ** 0.5, axis=-1)
+        o = jnp.einsum("bhqk,bhkd->bhqd", att, v).transpose(0, 2, 1, 3).reshape(b, t, d)
+        x = x + o @ wo
+        return jnp.sum(x + jax.nn.gelu(x @ wi) @ wout)
+
     def conv_bias_relu(x, w, b):
         return jax.nn.relu(conv(nhwc)(x, w) + b)
 
@@ -76,6 +94,11 @@ def programs():
         "dots_f32": (dots, [((4, 8, 16), f32), ((4, 16, 8), f32), ((8, 32), f32)]),
         "sort_topk_f32": (sort_topk, [((16, 8), f32)]),
         "linalg_f32": (linalg, [((8, 8), f32), ((8, 4), f32)]),
+        "transformer_grad_f32": (jax.grad(transformer_loss, argnums=(0, 2, 3)),
+                                 [((1, 8, 16), f32), ((16,), f32), ((16, 48), f32), ((16, 16), f32),
+                                  ((16, 32), f32), ((32, 16), f32)]),
+        # A weight gradient cuDNN cannot run: XLA:GPU leaves it a convolution.
+        "grouped_filter_grad_f32": (grouped_filter_grad, [((1, 6, 6, 5), f32), ((3, 3, 3, 8), f32)]),
         # XLA:GPU makes a reduction a row reduction only when the reduced
         # elements number at least 32 (16, a divisor of the warp size, is not enough).
         "reduce_16_f32": (lambda x: jnp.sum(jnp.sin(x), axis=1), [((64, 16, 64), f32)]),
