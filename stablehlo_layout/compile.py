@@ -290,21 +290,32 @@ def prepare_environment(target: str = "") -> None:
     import sys
 
     sys.stderr.flush()
-    saved = os.dup(2)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to keep clean
+        saved = -1
+    if saved < 0:
+        _start_jax()
+        return
     try:
         with tempfile.TemporaryFile() as held:
             os.dup2(held.fileno(), 2)
             try:
-                import jax
-
-                jax.devices("cpu")
-            except Exception as e:
-                raise InputError("jax", f"jax failed to start: {_xla_message(e)}") from None
+                _start_jax()
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)
     finally:
         os.close(saved)
+
+
+def _start_jax() -> None:
+    try:
+        import jax
+
+        jax.devices("cpu")
+    except Exception as e:
+        raise InputError("jax", f"jax failed to start: {_xla_message(e)}") from None
 
 
 def gpu_options(target: Any) -> dict[str, Any]:
