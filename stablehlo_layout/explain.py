@@ -20,7 +20,7 @@ from . import layout as L
 from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
 from .graph import Graph, Value
 from .propagation import Assignment, CopyGroup, Engine, copy_groups
-from .sources import Source
+from .sources import Source, entry_parameter_key
 
 SCHEMA = "stablehlo-layout.explain/1"
 
@@ -266,17 +266,23 @@ def chain(g: Graph, c: Constraint | None, sources: Mapping[str, Source] | None =
 
 
 def _subject_location(g: Graph, f: Origin) -> str:
-    """The location (an HLO instruction name, for HLO input) of what a fact constrains."""
+    """The key of what a fact constrains in a sources table: its HLO instruction name, for HLO input."""
     if f.kind == BUFFER:
-        return g.instrs[g.values[f.target[0]].producer].loc
+        return _source_key(g, g.instrs[g.values[f.target[0]].producer])
     if f.kind == OPERAND:
-        return g.instrs[f.target[0]].loc
+        return _source_key(g, g.instrs[f.target[0]])
     return ""
 
 
-def _with_source(entry: dict[str, Any], sources: Mapping[str, Source] | None, ins: Any) -> dict[str, Any]:
+def _source_key(g: Graph, ins: Any) -> str:
+    if ins.op == "parameter" and g.comps[ins.comp].is_entry:
+        return entry_parameter_key(ins.attrs["number"])
+    return "" if ins.op in ("root", "parameter") else ins.loc
+
+
+def _with_source(entry: dict[str, Any], sources: Mapping[str, Source] | None, g: Graph, ins: Any) -> dict[str, Any]:
     if sources:
-        src = sources.get(ins.loc) if ins.op != "root" else None
+        src = sources.get(_source_key(g, ins))
         if src is not None:
             entry["source"] = src.to_json()
     return entry
@@ -540,10 +546,10 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
             dst=group.dst,
             producer=_with_source({"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
                                    "location": g.instrs[v.producer].loc, "result": v.index,
-                                   "name": g.value_name(v.id)}, sources, g.instrs[v.producer]),
+                                   "name": g.value_name(v.id)}, sources, g, g.instrs[v.producer]),
             consumers=[_with_source({"use": describe_use(g, e.consumer, e.operand), "op": g.instrs[e.consumer].op,
                                      "location": g.instrs[e.consumer].loc, "operand": e.operand,
-                                     "name": g.use_name(e.consumer, e.operand)}, sources, g.instrs[e.consumer])
+                                     "name": g.use_name(e.consumer, e.operand)}, sources, g, g.instrs[e.consumer])
                        for e in group.edges],
             bytes=value_bytes(v),
             loop_trips=loop_trips(g, group.edges[0].consumer),

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Frame", "Source", "read_sources"]
+__all__ = ["Frame", "Source", "entry_parameter_key", "read_sources"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,12 @@ _BRACED_ENTRY = re.compile(r"^(\d+)\s+\{([^}]*)\}\s*$")
 _KEY_VALUE = re.compile(r"(\w+)=(-?\d+)")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s")
 _STRING = r'"((?:[^"\\]|\\.)*)"'
+_PARAMETER = re.compile(r"\sparameter\((\d+)\)")
+
+
+def entry_parameter_key(number: int) -> str:
+    """The key of the entry computation's parameter ``number`` (its name means nothing to the pass)."""
+    return f"@entry.parameter{number}"
 
 
 def _unescape(text: str) -> str:
@@ -177,7 +183,12 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
     stacks = _Stacks()
     pending: list[tuple[str, str]] = []  # (instruction name, metadata text)
     section: str | None = None
+    in_entry = False
     for line in hlo_text.split("\n"):
+        if line.startswith("ENTRY "):
+            in_entry = True
+        elif line.startswith("}"):
+            in_entry = False
         m = _SECTION.match(line)
         if m:
             section = m.group(1)
@@ -197,6 +208,9 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
         meta = _metadata(line)
         if meta is not None:
             pending.append((m.group(1), meta))
+            number = _PARAMETER.search(line) if in_entry else None
+            if number is not None:
+                pending.append((entry_parameter_key(int(number.group(1))), meta))
     out: dict[str, Source] = {}
     for name, meta in pending:
         op_name = _field(meta, "op_name") or ""

@@ -27,7 +27,7 @@ jax = pytest.importorskip("jax")
 from stablehlo_layout import cli, mlir  # noqa: E402
 from stablehlo_layout import compile as xla_compile  # noqa: E402
 from stablehlo_layout.errors import InputError  # noqa: E402
-from stablehlo_layout.sources import read_sources  # noqa: E402
+from stablehlo_layout.sources import entry_parameter_key, read_sources  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -184,12 +184,16 @@ def test_explain_names_user_op_and_source_line(user_export, capsys, tmpdir_for_d
         if s and s["file"]:
             assert s["op_name"].startswith("jit(layer)/"), s
             assert s["stack"][0]["function"] == "layer"
+    # The column-major x is copied for the dot: the parameter is named as the user's argument.
+    params = [c["producer"] for c in report["copies"] if c["producer"]["value"] == "parameter 0 of @main"]
+    assert params and params[0]["source"]["op_name"] == "x"
     # Chain links carry the same mapping, and the text form shows it next to the instruction name.
     assert any("source" in link for c in report["copies"] for link in c["consumer_chain"] + c["producer_chain"])
     code, text, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", str(export))
     assert code == 0, err
     assert f"user_model.py:{_line_of(src, 'x @ w')})" in text or f"user_model.py:{_line_of(src, 'h.T')})" in text
     assert "(jit(layer)/" in text
+    assert "producer: parameter 0 of @main (x)\n" in text
     assert not _no_dump_folders(tmpdir_for_dumps)
 
 
@@ -408,6 +412,7 @@ ENTRY %main.1 (x.1: f32[8,16]) -> f32[16,8] {
 def test_read_sources_follows_stack_frames_and_source_lines():
     s = read_sources(DUMP)
     assert s["x.1"].op_name == "x" and s["x.1"].stack == ()
+    assert s[entry_parameter_key(0)] == s["x.1"]
     neg = s["neg.1"]
     assert neg.op_name == "jit(net)/neg"
     assert [(f.file, f.line, f.function) for f in neg.stack] == [("/src/model.py", 3, "net"), ("/src/run.py", 7, "<module>")]
