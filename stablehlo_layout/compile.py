@@ -252,7 +252,7 @@ def _cpu_client() -> tuple[Any, Any]:
     try:
         device = jax.devices("cpu")[0]
     except RuntimeError as e:
-        raise InputError("xla-cpu", f"cannot reach XLA:CPU through jaxlib: {_xla_message(e)}") from None
+        raise InputError("stablehlo-layout", f"cannot reach XLA:CPU through jaxlib: {_xla_message(e)}") from None
     return device.client, device
 
 
@@ -315,7 +315,7 @@ def _start_jax() -> None:
 
         jax.devices("cpu")
     except Exception as e:
-        raise InputError("jax", f"jax failed to start: {_xla_message(e)}") from None
+        raise InputError("stablehlo-layout", f"jax failed to start: {_xla_message(e)}") from None
 
 
 def gpu_options(target: Any) -> dict[str, Any]:
@@ -326,12 +326,19 @@ def gpu_options(target: Any) -> dict[str, Any]:
     return {"gpu_config": gpu.text, "gpu_label": getattr(gpu, "label", "") or getattr(gpu, "name", "")}
 
 
-def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
+def _installed(module: str) -> bool:
     import importlib.util
 
-    if importlib.util.find_spec("jax_plugins.xla_cuda12") is None and \
-            importlib.util.find_spec("jax_plugins.xla_cuda13") is None:
-        raise InputError("xla-gpu", f"--as-compiled --target xla-gpu needs XLA:GPU's compiler: {GPU_EXTRA_HINT}")
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # no jax_plugins namespace at all
+        return False
+
+
+def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
+    if not any(_installed(f"jax_plugins.{name}") for name in ("xla_cuda12", "xla_cuda13")):
+        raise InputError("stablehlo-layout",
+                         f"--as-compiled --target xla-gpu needs XLA:GPU's compiler: {GPU_EXTRA_HINT}")
     from jax.experimental import topologies
 
     try:
@@ -339,10 +346,11 @@ def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
     except Exception as e:
         message = _xla_message(e)
         if "not implemented for cuda" in message or "Unknown backend" in message:
-            raise InputError("xla-gpu", "XLA:GPU's plugin did not load in this process (no CUDA here?): set "
-                                        "JAX_PLATFORMS=cpu or JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before jax starts "
-                                        f"({message})") from None
-        raise InputError("xla-gpu", f"XLA:GPU refused the GPU description {label}: {message}") from None
+            raise InputError("stablehlo-layout",
+                             "XLA:GPU's plugin did not load in this process (no CUDA here?): set "
+                             f"JAX_PLATFORMS=cpu or JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before jax starts ({message})"
+                             ) from None
+        raise InputError("stablehlo-layout", f"XLA:GPU refused the GPU description {label}: {message}") from None
     device = topology.devices[0]
     return device.client, device
 

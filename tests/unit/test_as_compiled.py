@@ -356,8 +356,13 @@ def test_dump_folder_is_removed_when_interrupted(how, user_export, monkeypatch, 
 def test_gpu_without_the_plugin_says_what_to_install(user_export, monkeypatch, capsys):
     export, _ = user_export
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name.startswith("jax_plugins") else real(name, *a))
+
+    def find_spec(name, *a):
+        if name.startswith("jax_plugins"):  # as where no JAX plugin was ever installed
+            raise ModuleNotFoundError("No module named 'jax_plugins'")
+        return real(name, *a)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", "a100", str(export))
     assert code == 1
     assert err.count("\n") == 1, err
