@@ -92,8 +92,8 @@ def test_the_issue_cases_change_as_compiled(tmp_path):
 
 # -- realistic programs against deviceless XLA:GPU -------------------------------------------------
 
-GPU_PROGRAMS = ("mlp_train_step", "conv_nchw_train_step", "conv_nhwc_train_step", "conv_nchw_forward_bf16",
-                "attention_grad", "attention_grad_auto_results", "rnn_scan", "layout_constraint")
+# linalg_solve: the xla-gpu target's cusolver rules (28/31 values) belong to the XLA:GPU work.
+KNOWN_GAPS_GPU = {"linalg_solve"}
 
 
 def _gpu_device(name: str):
@@ -111,12 +111,16 @@ def _gpu_device(name: str):
     return gpu, topology.devices[0]
 
 
+# Every program on H100; on A100 those whose layouts change with the GPU (convolutions).
+A100_PROGRAMS = {"conv_nchw_train_step", "conv_nhwc_train_step", "conv_nchw_forward_bf16"}
+
+
 @pytest.mark.parametrize("gpu_name", ["h100", "a100"])
 def test_realistic_programs_agree_with_deviceless_xla_gpu(gpu_name, tmp_path):
     gpu, device = _gpu_device(gpu_name)
     failures = []
     for program in programs(device):
-        if program.name not in GPU_PROGRAMS:
+        if program.name in KNOWN_GAPS_GPU or (gpu_name == "a100" and program.name not in A100_PROGRAMS):
             continue
         r = check(program, "xla-gpu", gpu, workdir=str(tmp_path))
         assert r["status"] == "ok", r
