@@ -468,3 +468,16 @@ def test_function_reference_for_xla_gpu_is_lowered_for_cuda(capsys):
     report = json.loads(out)
     assert report["compiled_by"].startswith("XLA:GPU (")
     assert "cusolver_potrf_ffi" in out and "lapack_" not in out
+
+
+@pytest.mark.parametrize("program", programs(), ids=lambda p: p.name)
+def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, capsys):
+    """XLA's module, laid out and rewritten by us, computes what the user's program computes."""
+    from tests.support.equivalence import assert_bit_identical
+
+    path = tmp_path / f"{program.name}.jax_export"
+    path.write_bytes(program.exported())
+    code, out, err = _run(capsys, "assign", "--as-compiled", "--target", "xla-cpu", str(path))
+    assert code == 0, err
+    original = mlir.print_module(mlir.read_input(str(path), mlir.make_context()))
+    assert_bit_identical(original, out)
