@@ -12,8 +12,8 @@ separate from building, and the JSON form is versioned (``SCHEMA``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout as L
