@@ -481,3 +481,25 @@ def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, ca
     assert code == 0, err
     original = mlir.print_module(mlir.read_input(str(path), mlir.make_context()))
     assert_bit_identical(original, out)
+
+
+def test_readme_walkthrough(capsys, monkeypatch):
+    """The README's first walkthrough, as printed there."""
+    monkeypatch.chdir(REPO)
+    args = ["--arg", "f32[2,3,16,16]", "--arg", "f32[8,3,3,3]", "--arg", "f32[16,8,3,3]"]
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", "examples.models:convnet_nchw",
+                          *args)
+    assert code == 0, err
+    readme = (REPO / "README.md").read_text()
+    for line in ("copy #1: f32[2,16,16,3] {2,1,3,0} -> {3,2,1,0}",
+                 "  consumer: operand 0 of stablehlo.convolution at convolution "
+                 "(jit(convnet_nchw)/conv_general_dilated at examples/models.py:78)",
+                 "summary: 3 copies, 11.3 KiB moved per execution (target xla-cpu, entry layouts default)"):
+        assert line + "\n" in out and line in readme
+    raw = _run(capsys, "explain", "--target", "xla-cpu", "examples.models:convnet_nchw", *args)[1]
+    assert "summary: 0 copies" in raw
+    if importlib.util.find_spec("jax_plugins.xla_cuda12") is not None:
+        for gpu, copies in (("h100", 3), ("a100", 0)):
+            out = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", gpu, "--no-fixes",
+                       "examples.models:convnet_nchw", *args)[1]
+            assert f"summary: {copies} cop" in out, out[-300:]
