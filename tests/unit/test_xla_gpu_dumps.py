@@ -25,7 +25,7 @@ PAIRS = sorted(DUMPS.glob("*/*.before.txt"))
 
 def test_the_dumps_cover_four_generations():
     assert {p.parent.name for p in PAIRS} == {"a100", "b200", "h100", "v100"}
-    assert len(PAIRS) == 2 * 16 + 2 * 3
+    assert len(PAIRS) == 2 * 18 + 2 * 3
 
 
 @pytest.mark.parametrize("before", PAIRS, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")

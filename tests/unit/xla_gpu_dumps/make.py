@@ -96,6 +96,12 @@ def programs():
         "dots_f32": (dots, [((4, 8, 16), f32), ((4, 16, 8), f32), ((8, 32), f32)]),
         "sort_topk_f32": (sort_topk, [((16, 8), f32)]),
         "linalg_f32": (linalg, [((8, 8), f32), ((8, 4), f32)]),
+        # Large enough for XLA:GPU's TopK kernel (a __gpu$TopK custom call),
+        # read from a transposed operand as XLA's TopKLayout test does.
+        "topk_transposed_f32": (lambda x: lax.top_k(x.T, 8), [((4096, 16), f32)]),
+        # Host offloading: MoveToHost / MoveToDevice custom calls.
+        "host_offload_f32": (lambda x: jax.device_put(jax.device_put(jnp.sin(x).T, jax.memory.Space.Host),
+                                                      jax.memory.Space.Device) * 2, [((16, 32), f32)]),
         # FP8 GEMMs want the contracting dims most minor, except on Blackwell.
         "fp8_dot": (lambda a, b: jnp.dot(a, b, preferred_element_type=f32),
                     [((16, 32), jnp.float8_e4m3fn), ((32, 64), jnp.float8_e4m3fn)]),
