@@ -224,7 +224,7 @@ def _trace(args: argparse.Namespace) -> int:
         except OSError as e:
             raise InputError(args.html, f"cannot write output: {e.strerror or e}") from None
         return 0
-    _emit(args, _with_path(render_trace(assignment), path))
+    _emit(args, _with_path(render_trace(assignment, sources), path))
     return 0
 
 

@@ -690,9 +690,18 @@ def render_summary(e: Explanation) -> str:
 # --- trace -------------------------------------------------------------------
 
 
-def render_trace(a: Assignment) -> str:
-    """Every worklist pop in order: what was popped, from where, and what it set."""
+def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> str:
+    """Every worklist pop in order: what was popped, from where, and what it set.
+
+    ``sources`` (as for ``explain``) names each subject's op and source line.
+    """
     g = a.graph
+
+    def subject(f: Origin) -> str:
+        text = link_of(g, f).subject
+        src = sources.get(_subject_location(g, f)) if sources else None
+        return f"{text} ({src.text()})" if src is not None else text
+
     lines: list[str] = []
     last: tuple[int, int] | None = None
     for n, ev in enumerate(a.trace or (), 1):
@@ -704,10 +713,10 @@ def render_trace(a: Assignment) -> str:
         c = link_of(g, ev.constraint)
         dfs = "dfs" if ev.constraint.dfs else "bfs"
         flags = f"{'mandatory' if c.mandatory else 'derived'}, {dfs}, priority {c.priority}"
-        lines.append(f"  pop {n}: {c.subject} = {c.layout}  [{c.kind}; {c.rule}; {flags}]")
+        lines.append(f"  pop {n}: {subject(ev.constraint)} = {c.layout}  [{c.kind}; {c.rule}; {flags}]")
         for d in ev.derived:
             dl = link_of(g, d)
             was = f" (was {L.format_layout(d.was)})" if d.was is not None else ""
-            lines.append(f"      + {dl.subject} = {dl.layout}{was}  [{dl.kind}; {dl.rule}; "
+            lines.append(f"      + {subject(d)} = {dl.layout}{was}  [{dl.kind}; {dl.rule}; "
                          f"{'mandatory' if dl.mandatory else 'derived'}, priority {dl.priority}]")
     return "\n".join(lines) + "\n"
