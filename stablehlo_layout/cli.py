@@ -1,7 +1,7 @@
 """The ``stablehlo-layout`` command (mirrors ``mlir-opt`` habits).
 
-    stablehlo-layout assign  [--target T] [--entry-layouts default|free]
-                             [--mlir-print-debuginfo] [-o OUT] INPUT
+    stablehlo-layout assign  [--target T] [--gpu NAME|FILE] [--entry-layouts default|free]
+                             [--as-compiled] [--mlir-print-debuginfo] [-o OUT] INPUT
     stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
     stablehlo-layout trace   [same options] INPUT
 
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import NoReturn, Sequence
 
-from .errors import InputError, PassError
+from .errors import InputError, OptionError, PassError
 from .options import ENTRY_MODES
 
 
@@ -37,9 +37,15 @@ def _common(a: argparse.ArgumentParser) -> None:
 
     a.add_argument("--target", default="generic",
                    help=f"backend rules: {', '.join(TARGET_NAMES)} (default: generic)")
+    a.add_argument("--gpu", default=None, metavar="NAME|FILE",
+                   help="with --target xla-gpu: the GPU XLA compiles for, one of XLA's target configs "
+                        "(a100, b200, h100, h200, v100) or a GpuTargetConfigProto text file (default: h100)")
     a.add_argument("--entry-layouts", choices=ENTRY_MODES, default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    a.add_argument("--as-compiled", action="store_true",
+                   help="run XLA's own pipeline for the target (xla-cpu, or xla-gpu deviceless) up to layout "
+                        "assignment and lay out the module XLA is about to lay out")
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
                         "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
@@ -93,9 +99,9 @@ def _assign(args: argparse.Namespace) -> int:
     from .assignment import assign_module
     from .targets import get_target
 
-    target, warning = get_target(args.target)  # reject a bad name before reading input
+    target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
     ctx = mlir.make_context()
-    module = _read(args, ctx)
+    module, _sources = _read_program(args, ctx, target)
     result = assign_module(module, target, args.entry_layouts)
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
@@ -124,14 +130,38 @@ def render_pass_error(path: str, e: PassError) -> str:
     return f"{shown}: error: {msg}"
 
 
-def _read(args: argparse.Namespace, ctx):
+def _read(args: argparse.Namespace, ctx, platforms=None):
     """A file, stdin, or a JAX function ``MODULE:FUNCTION`` exported at the ``--arg`` shapes."""
     from . import mlir
     from .jax import is_reference, read_input_or_reference
 
     if args.arg or is_reference(args.input):
-        return read_input_or_reference(args.input, args.arg, ctx)
+        return read_input_or_reference(args.input, args.arg, ctx, platforms)
     return mlir.read_input(args.input, ctx)
+
+
+def _read_program(args: argparse.Namespace, ctx, target):
+    """The module to lay out and, with ``--as-compiled``, where its instructions came from.
+
+    With ``--as-compiled`` that module is XLA's own, right before its layout
+    assignment, compiled from the input for the target.
+    """
+    if not args.as_compiled:
+        return _read(args, ctx), None
+    from . import compile as xla_compile
+    from . import mlir
+    from .sources import read_sources
+
+    backend = xla_compile.backend_of(target)
+    # A JAX function is lowered for the platform it is compiled for.
+    module = _read(args, ctx, ["cuda"] if backend == "xla-gpu" else None)
+    path = "<stdin>" if args.input == "-" else args.input
+    compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
+                                          **xla_compile.gpu_options(target))
+    if compiled.note:
+        print(compiled.note, file=sys.stderr)
+    args.compiled_by = compiled.backend
+    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
 
 
 def _analysis(args: argparse.Namespace, trace: bool):
@@ -139,14 +169,14 @@ def _analysis(args: argparse.Namespace, trace: bool):
     from .assignment import analyze
     from .targets import get_target
 
-    target, warning = get_target(args.target)
+    target, warning = get_target(args.target, args.gpu)
     ctx = mlir.make_context()
-    module = _read(args, ctx)
+    module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)
-    return assignment
+    return assignment, sources
 
 
 def _emit(args: argparse.Namespace, text: str | bytes) -> None:
@@ -164,11 +194,14 @@ def _explain(args: argparse.Namespace) -> int:
 
     from .explain import explain
 
-    report = explain(_analysis(args, trace=False), fixes=not args.no_fixes, max_reruns=args.max_reruns)
+    assignment, sources = _analysis(args, trace=False)
+    report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
     path = "<stdin>" if args.input == "-" else args.input
     if args.json:
         data = report.to_json()
         data["input"] = path
+        if getattr(args, "compiled_by", None):
+            data["compiled_by"] = args.compiled_by
         _emit(args, json.dumps(data, indent=2) + "\n")
     else:
         _emit(args, _with_path(report.render(), path))
@@ -179,20 +212,20 @@ def _trace(args: argparse.Namespace) -> int:
     from .explain import explain, render_trace
 
     path = "<stdin>" if args.input == "-" else args.input
-    assignment = _analysis(args, trace=True)
+    assignment, sources = _analysis(args, trace=True)
     if args.html:
         from .html import write_trace_html
 
         # Explanations power the click-through on each copy; their what-if
         # reruns are skipped here to keep large modules quick.
-        report = explain(assignment, fixes=False)
+        report = explain(assignment, fixes=False, sources=sources)
         try:
             write_trace_html(assignment.graph, assignment, report, args.html,
                              f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
         except OSError as e:
             raise InputError(args.html, f"cannot write output: {e.strerror or e}") from None
         return 0
-    _emit(args, _with_path(render_trace(assignment), path))
+    _emit(args, _with_path(render_trace(assignment, sources), path))
     return 0
 
 
@@ -204,6 +237,12 @@ def _with_path(text: str, path: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if getattr(args, "as_compiled", False):
+            from . import compile as xla_compile
+
+            if args.target == "generic":  # before reading (and maybe exporting) the input
+                xla_compile.check_target(args.target)
+            xla_compile.prepare_environment(args.target)
         if args.command == "assign":
             return _assign(args)
         if args.command == "explain":
@@ -212,6 +251,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _trace(args)
     except InputError as e:
         print(str(e), file=sys.stderr)
+        return 1
+    except OptionError as e:
+        print(f"stablehlo-layout: error: {' '.join(e.msg.split())}", file=sys.stderr)
         return 1
     except PassError as e:
         print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)

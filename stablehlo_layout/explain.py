@@ -12,6 +12,7 @@ separate from building, and the JSON form is versioned (``SCHEMA``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from . import layout as L
 from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
 from .graph import Graph, Value, shape_text
 from .propagation import Assignment, CopyGroup, Engine, copy_groups
+from .sources import Source, entry_parameter_key
 
 SCHEMA = "stablehlo-layout.explain/1"
 
@@ -75,11 +77,16 @@ class Link:
     mandatory: bool
     round: int
     note: str = ""
+    # Where the subject came from in the user's program (``--as-compiled``: XLA's metadata).
+    source: Source | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "subject": self.subject, "layout": self.layout, "rule": self.rule,
-                "why": rule_text(self.rule), "priority": self.priority, "mandatory": self.mandatory,
-                "round": self.round, "note": self.note}
+        out = {"kind": self.kind, "subject": self.subject, "layout": self.layout, "rule": self.rule,
+               "why": rule_text(self.rule), "priority": self.priority, "mandatory": self.mandatory,
+               "round": self.round, "note": self.note}
+        if self.source is not None:
+            out["source"] = self.source.to_json()
+        return out
 
 
 @dataclass
@@ -245,14 +252,40 @@ def link_of(g: Graph, f: Origin) -> Link:
     return Link(f.kind, subject, layout, f.rule, f.priority, f.mandatory, f.round, note)
 
 
-def chain(g: Graph, c: Constraint | None) -> list[Link]:
+def chain(g: Graph, c: Constraint | None, sources: Mapping[str, Source] | None = None) -> list[Link]:
     """The constraint and its ancestors, from ``c`` back to the source."""
     out: list[Link] = []
     node = c.origin if c is not None else None
     while node is not None:
-        out.append(link_of(g, node))
+        link = link_of(g, node)
+        if sources:
+            link.source = sources.get(_subject_location(g, node))
+        out.append(link)
         node = node.parent
     return out
+
+
+def _subject_location(g: Graph, f: Origin) -> str:
+    """The key of what a fact constrains in a sources table: its HLO instruction name, for HLO input."""
+    if f.kind == BUFFER:
+        return _source_key(g, g.instrs[g.values[f.target[0]].producer])
+    if f.kind == OPERAND:
+        return _source_key(g, g.instrs[f.target[0]])
+    return ""
+
+
+def _source_key(g: Graph, ins: Any) -> str:
+    if ins.op == "parameter" and g.comps[ins.comp].is_entry:
+        return entry_parameter_key(ins.attrs["number"])
+    return "" if ins.op in ("root", "parameter") else ins.loc
+
+
+def _with_source(entry: dict[str, Any], sources: Mapping[str, Source] | None, g: Graph, ins: Any) -> dict[str, Any]:
+    if sources:
+        src = sources.get(_source_key(g, ins))
+        if src is not None:
+            entry["source"] = src.to_json()
+    return entry
 
 
 def source_rule(c: Constraint | None) -> str:
@@ -487,8 +520,13 @@ def _ancestry(c: Constraint | None):
 # --- building ----------------------------------------------------------------
 
 
-def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanation:
-    """Reports for every copy; ``max_reruns`` bounds the what-if runs behind the fixes."""
+def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
+            sources: Mapping[str, Source] | None = None) -> Explanation:
+    """Reports for every copy; ``max_reruns`` bounds the what-if runs behind the fixes.
+
+    ``sources`` (HLO instruction name -> where it came from, see ``sources.py``)
+    adds the user's op and source line to producers, consumers and chain links.
+    """
     if not a.exact:
         # A fast run keeps no provenance; the exact run reaches the same
         # layouts and copies on the same graph and records why.
@@ -506,15 +544,17 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16) -> Explanat
             shape=shape_text(v),
             src=group.edges[0].src,
             dst=group.dst,
-            producer={"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
-                      "location": g.instrs[v.producer].loc, "result": v.index, "name": g.value_name(v.id)},
-            consumers=[{"use": describe_use(g, e.consumer, e.operand), "op": g.instrs[e.consumer].op,
-                        "location": g.instrs[e.consumer].loc, "operand": e.operand,
-                        "name": g.use_name(e.consumer, e.operand)} for e in group.edges],
+            producer=_with_source({"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
+                                   "location": g.instrs[v.producer].loc, "result": v.index,
+                                   "name": g.value_name(v.id)}, sources, g, g.instrs[v.producer]),
+            consumers=[_with_source({"use": describe_use(g, e.consumer, e.operand), "op": g.instrs[e.consumer].op,
+                                     "location": g.instrs[e.consumer].loc, "operand": e.operand,
+                                     "name": g.use_name(e.consumer, e.operand)}, sources, g, g.instrs[e.consumer])
+                       for e in group.edges],
             bytes=value_bytes(v),
             loop_trips=loop_trips(g, group.edges[0].consumer),
-            consumer_chain=chain(g, demand),
-            producer_chain=chain(g, producer_c),
+            consumer_chain=chain(g, demand, sources),
+            producer_chain=chain(g, producer_c, sources),
             verdict=verdict(a, group),
             reason=source_rule(demand),
             fix=fix,
@@ -576,15 +616,20 @@ def _render_link(link: Link, first: bool) -> str:
     flags = ("mandatory" if link.mandatory else "derived") + f", priority {link.priority}, round {link.round}"
     arrow = "  " if first else "<-"
     note = f"; {link.note}" if link.note else ""
-    return f"    {arrow} {link.subject} = {link.layout}  [{rule_text(link.rule)}; {flags}{note}]"
+    source = f" ({link.source.text()})" if link.source is not None else ""
+    return f"    {arrow} {link.subject}{source} = {link.layout}  [{rule_text(link.rule)}; {flags}{note}]"
+
+
+def _source_suffix(entry: dict[str, Any]) -> str:
+    return f" ({entry['source']['text']})" if "source" in entry else ""
 
 
 def render_copy(r: CopyReport) -> str:
     lines = [f"copy #{r.index}: {r.shape} {L.format_layout(r.src)} -> {L.format_layout(r.dst)}"]
     lines.append(f"  layouts: {_layouts(r.src)} -> {_layouts(r.dst)}")
-    lines.append(f"  producer: {r.producer['value']}")
+    lines.append(f"  producer: {r.producer['value']}{_source_suffix(r.producer)}")
     for c in r.consumers:
-        lines.append(f"  consumer: {c['use']}")
+        lines.append(f"  consumer: {c['use']}{_source_suffix(c)}")
     if len(r.consumers) > 1:
         lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
                      "one copy serves them all")
@@ -726,25 +771,35 @@ def comp_label(g: Graph, cid: int) -> str:
     return f"@{comp.name}" if comp.kind == "func" else comp.name
 
 
-def fact_words(g: Graph, f: Origin) -> dict[str, Any]:
-    """The fields a trace line fills in for one fact (see ``TRACE_WORDS``)."""
+def fact_words(g: Graph, f: Origin, subject: Callable[[Origin], str] | None = None) -> dict[str, Any]:
+    """The fields a trace line fills in for one fact (see ``TRACE_WORDS``); ``subject`` names it otherwise."""
     c = link_of(g, f)
-    return {"subject": c.subject, "layout": c.layout, "kind": c.kind, "rule": c.rule, "priority": c.priority,
+    return {"subject": subject(f) if subject else c.subject, "layout": c.layout, "kind": c.kind, "rule": c.rule,
+            "priority": c.priority,
             "strength": TRACE_WORDS["mandatory" if c.mandatory else "not-mandatory"],
             "order": TRACE_WORDS["dfs" if f.dfs else "bfs"],
             "was": TRACE_WORDS["was"].format(layout=L.format_layout(f.was)) if f.was is not None else ""}
 
 
-def render_trace(a: Assignment) -> str:
-    """Every worklist pop in order: what was popped, from where, and what it set."""
+def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> str:
+    """Every worklist pop in order: what was popped, from where, and what it set.
+
+    ``sources`` (as for ``explain``) names each subject's op and source line.
+    """
     g = a.graph
+
+    def subject(f: Origin) -> str:
+        text = link_of(g, f).subject
+        src = sources.get(_subject_location(g, f)) if sources else None
+        return f"{text} ({src.text()})" if src is not None else text
+
     lines: list[str] = []
     last: tuple[int, int] | None = None
     for n, ev in enumerate(a.trace or (), 1):
         if (ev.round, ev.comp) != last:
             last = (ev.round, ev.comp)
             lines.append(TRACE_WORDS["header"].format(round=ev.round, comp=comp_label(g, ev.comp)))
-        lines.append("  " + TRACE_WORDS["pop"].format(n=n, **fact_words(g, ev.constraint)))
+        lines.append("  " + TRACE_WORDS["pop"].format(n=n, **fact_words(g, ev.constraint, subject)))
         for d in ev.derived:
-            lines.append("      " + TRACE_WORDS["derived"].format(**fact_words(g, d)))
+            lines.append("      " + TRACE_WORDS["derived"].format(**fact_words(g, d, subject)))
     return "\n".join(lines) + "\n"

@@ -336,13 +336,14 @@ class JaxAnalysis:
         head = ["copy", "shape", "from -> to", "bytes", "producer -> consumer", "reason", "fix"]
         rows = []
         for c in self.copies:
-            consumers = ", ".join(x["use"] for x in c.consumers)
+            consumers = ", ".join(x["use"] + _source_text(x) for x in c.consumers)
             if c.fix is not None:
                 fix = c.fix.description
             else:
                 fix = c.fix_note or "-"
             rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}", str(c.bytes),
-                         f"{c.producer['value']} -> {consumers}", f"{rule_text(c.reason)} ({c.reason})", fix])
+                         f"{c.producer['value']}{_source_text(c.producer)} -> {consumers}",
+                         f"{rule_text(c.reason)} ({c.reason})", fix])
         return head, rows
 
     def _headline(self) -> str:
@@ -387,6 +388,11 @@ class JaxAnalysis:
         return "".join(parts)
 
 
+def _source_text(entry: dict[str, Any]) -> str:
+    """`` (jit(f)/dot at model.py:12)`` for a producer or consumer whose source is known (as compiled)."""
+    return f" ({entry['source']['text']})" if "source" in entry else ""
+
+
 def _fmt(layout: Layout | None) -> str:
     return "-" if layout is None else L.format_layout(layout)
 
@@ -420,15 +426,15 @@ def _trees(fn: Callable, args: Sequence[Any], in_layouts: Any, out_layouts: Any)
     return structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req
 
 
-def _export(fn: Callable, structs, in_formats, out_formats):
+def _export(fn: Callable, structs, in_formats, out_formats, platforms: Sequence[str] | None = None):
     import jax
 
-    return jax.export.export(_jitted(fn, in_formats, out_formats))(*structs)
+    return jax.export.export(_jitted(fn, in_formats, out_formats), platforms=platforms)(*structs)
 
 
 def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any = None,
             target: str = "xla-cpu", entry_layouts: str = "default", verify: bool = False,
-            fixes: bool = True) -> JaxAnalysis:
+            fixes: bool = True, gpu: str | None = None, as_compiled: bool = True) -> JaxAnalysis:
     """Export ``fn`` at ``args``, run the layout pass on it, and explain every copy.
 
     ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine).
@@ -437,19 +443,41 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).
     ``verify=True`` also compiles ``fn`` on the local backend with the same
     layouts and records whether XLA chose the entry layouts we did.
+    ``gpu`` names the device of ``target="xla-gpu"`` (``"a100"``, ``"h100"``,
+    ... or a GpuTargetConfigProto text file; h100 when omitted).
+    ``as_compiled`` (the default) lays out the module XLA itself is about to
+    lay out: ``fn`` is compiled by XLA for the target (XLA:CPU, or XLA:GPU
+    deviceless for the ``gpu``) up to layout assignment, and every copy names
+    the user's op and source line from XLA's metadata.  ``False`` lays out the
+    exported StableHLO as it is.
     """
     from . import mlir
-    from .assignment import assign_module
+    from .assignment import assign_module, resolve_target
     from .explain import explain
 
     structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req = _trees(
         fn, args, in_layouts, out_layouts)
-    exported = _export(fn, structs, in_formats, out_formats)
+    tgt, _ = resolve_target(target, gpu)
+    from .compile import backend_of
+
+    backend = backend_of(tgt)
+    gpu_program = as_compiled and backend == "xla-gpu"
+    exported = _export(fn, structs, in_formats, out_formats, platforms=["cuda"] if gpu_program else None)
     name = getattr(fn, "__name__", None) or repr(fn)
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
-    result = assign_module(module, target, entry_layouts)
-    explanation = explain(result.assignment, fixes=fixes)
+    sources = None
+    if as_compiled:
+        from .compile import compile_module, gpu_options
+        from .sources import read_sources
+
+        compiled = compile_module(module, f"<jax.export of {name}>", backend, entry_layouts, **gpu_options(tgt))
+        module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
+        sources = read_sources(compiled.before)
+    result = assign_module(module, tgt, entry_layouts)
+    if as_compiled and compiled.note:
+        result.warnings.append(compiled.note)
+    explanation = explain(result.assignment, fixes=fixes, sources=sources)
     a = result.assignment
     params = [EntryLayout("parameter", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_params, i))
               for i, (v, req) in enumerate(zip(flat_in, in_req))]
@@ -569,7 +597,7 @@ def _check_arity(ref: str, fn: Callable, n: int) -> None:
         raise InputError(ref, f"{name}({names}) takes {want} argument(s), got {n} --arg spec(s)")
 
 
-def _exported_reference(ref: str, arg_specs: Sequence[str]):
+def _exported_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None):
     from jax.experimental.layout import Format
     from jax.experimental.layout import Layout as JaxLayout
     from jax.sharding import SingleDeviceSharding
@@ -590,31 +618,34 @@ def _exported_reference(ref: str, arg_specs: Sequence[str]):
         else Format(JaxLayout(major_to_minor=L.to_major_to_minor(s.layout)), SingleDeviceSharding(_device()))
         for s in specs)
     try:
-        return _export(fn, structs, in_formats, None)
+        return _export(fn, structs, in_formats, None, platforms)
     except Exception as e:
         text = str(e).strip().splitlines()
         detail = text[0] if text else ""
         raise InputError(ref, f"cannot export with the given --arg shapes: {type(e).__name__}: {detail}") from None
 
 
-def module_from_reference(ref: str, arg_specs: Sequence[str]) -> bytes:
+def module_from_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None) -> bytes:
     """Serialized ``jax.export`` artifact of ``module:function`` at the given argument shapes.
 
     ``arg_specs`` are XLA shape strings, one per positional argument; a layout
     (``f32[8,128]{0,1}``, minor_to_major) pins that argument, none means the
     default.  The bytes load with ``mlir.load``.  Raises ``InputError(ref, reason)``.
+    ``platforms`` lowers for other platforms than this machine's (``["cuda"]``
+    for a deviceless XLA:GPU compile).
     """
-    return bytes(_exported_reference(ref, arg_specs).serialize())
+    return bytes(_exported_reference(ref, arg_specs, platforms).serialize())
 
 
-def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any):
+def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any, platforms: Sequence[str] | None = None):
     """``module_from_reference`` loaded into ``ctx``: what the CLI calls for a reference INPUT."""
     from . import mlir
 
-    return mlir.load(module_from_reference(ref, arg_specs), ref, ctx)
+    return mlir.load(module_from_reference(ref, arg_specs, platforms), ref, ctx)
 
 
-def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any):
+def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any,
+                            platforms: Sequence[str] | None = None):
     """What the CLI reads: a file (or ``-``) as before, or ``MODULE:FUNCTION`` exported at ``--arg`` shapes.
 
     jax is imported only for a reference.  ``--arg`` with a file input is an error.
@@ -622,7 +653,7 @@ def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: An
     from . import mlir
 
     if is_reference(input):
-        return load_reference(input, list(arg_specs or ()), ctx)
+        return load_reference(input, list(arg_specs or ()), ctx, platforms)
     if arg_specs:
         raise InputError(input, "--arg is only for MODULE:FUNCTION inputs such as examples.models:mlp")
     return mlir.read_input(input, ctx)

@@ -214,10 +214,14 @@ def _classify(data: bytes) -> tuple[str | None, str | None]:
     return None, None
 
 
-def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context) -> ir.Module:
+def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
+         hlo_sources: bool = False) -> ir.Module:
     """Load any supported input kind into `ctx` as a verified module.
 
-    `path` only names the input in errors. Raises `InputError`.
+    `path` only names the input in errors. Raises `InputError`.  With
+    `hlo_sources`, ops read from HLO text keep their HLO instruction names and
+    also carry the user's call stack from XLA's metadata as the name's child
+    location (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -230,7 +234,7 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context)
     if kind == JAX_EXPORT:
         return _load_bytecode(_bytecode_from_jax_export(data, path), path, ctx)
     if kind == HLO_TEXT and text is not None:
-        return _load_hlo_text(text, path, ctx)
+        return _load_hlo_text(text, path, ctx, hlo_sources)
     if kind == MLIR_TEXT and text is not None:
         return _parse(text, path, ctx, _text_locator)  # verified by the parse
     raise InputError(path, _UNKNOWN_INPUT)
@@ -497,15 +501,18 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 _MAX_RENAME_ROUNDS = 32
 
 
-def prepare_hlo_text(text: str) -> str:
+def prepare_hlo_text(text: str, sources: bool = False) -> str:
     """HLO text as `hlo_to_stablehlo` should see it.
 
     Drops `metadata={...}` so that ops are located by their HLO instruction
     names (with metadata, XLA names them after `op_name` and stack frames), and
     renames instructions whose names the HLO parser takes for types. Line
-    numbers are unchanged.
+    numbers are unchanged.  With `sources`, metadata that points into the
+    module's stack frames stays, its `op_name` replaced by the instruction's
+    name: the converter then locates the op by that name with the call stack
+    as its child.
     """
-    text = _METADATA.sub(_drop_metadata, text)
+    text = _METADATA.sub(_name_stack_frame if sources else _drop_metadata, text)
     type_like = {m.group(1) for regex in _TYPE_LIKE_DEFINITIONS for m in regex.finditer(text)}
     if not type_like:
         return text
@@ -519,6 +526,23 @@ def _drop_metadata(match: re.Match[str]) -> str:
     # it on the line) it is not a metadata clause: keep it.
     quotes = text.count('"', line_start, start) - text.count('\\"', line_start, start)
     return "" if quotes % 2 == 0 else match.group()
+
+
+_STACK_FRAME_ID = re.compile(r"\bstack_frame_id=(\d+)")
+
+
+def _name_stack_frame(match: re.Match[str]) -> str:
+    """``, metadata={op_name="<instruction>" stack_frame_id=N}`` for a clause with a stack frame."""
+    dropped = _drop_metadata(match)
+    if dropped:  # not a metadata clause
+        return dropped
+    text, start = match.string, match.start()
+    line_start = text.rfind("\n", 0, start) + 1
+    definition = _definition(text[line_start:start])
+    frame = _STACK_FRAME_ID.search(match.group())
+    if definition is None or frame is None or frame.group(1) == "0":
+        return ""
+    return f', metadata={{op_name="{definition[0]}" stack_frame_id={frame.group(1)}}}'
 
 
 def _definition(line: str) -> tuple[str, bool] | None:
@@ -570,11 +594,11 @@ def _rename(text: str, names: Iterable[str], definitions: dict[str, bool]) -> st
     return re.compile("|".join(patterns)).sub(replace, text)
 
 
-def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
+def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False) -> ir.Module:
     # Lazy: the HLO bindings are only needed for this input kind.
     from jaxlib import _jax
 
-    prepared = prepare_hlo_text(text)
+    prepared = prepare_hlo_text(text, sources)
     hlo_module, prepared = _parse_hlo(prepared, text, path)
     try:
         bytecode = _jax.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
@@ -583,10 +607,75 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
     locate = _hlo_locator(prepared)
     module = _parse(bytecode, path, ctx, locate)  # verified by the parse
     _restore_entry_layout_modes(module, text, path)
+    _restore_cudnn_conv_attributes(module, prepared, path)
     from .hlo_metadata import mark_pass_created
 
     mark_pass_created(module, text)
     return module
+
+
+# XLA:GPU forms cuDNN convolutions as custom calls before layout assignment;
+# the layouts they need follow from their convolution dimension numbers, which
+# the HLO text spells `dim_labels=`.  A stablehlo.custom_call has no place for
+# them, so the converter drops them (with the window and the group counts):
+# they are read back from the text and kept as attributes of the custom call.
+CONV_ATTRIBUTES = {
+    "dim_labels": "stablehlo_layout.dim_labels",
+    "window": "stablehlo_layout.window",
+    "feature_group_count": "stablehlo_layout.feature_group_count",
+    "batch_group_count": "stablehlo_layout.batch_group_count",
+}
+KEPT_CONVOLUTION = "stablehlo_layout.not_a_cudnn_call"
+_CUDNN_TARGET = 'custom_call_target="__cudnn$conv'
+_DEFINED_NAME = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
+_CONV_FIELDS = re.compile(
+    r",[ \t]*(?:window=\{(?P<window>[^{}]*)\}|dim_labels=(?P<dim_labels>[\w>-]+)"
+    r"|feature_group_count=(?P<feature_group_count>\d+)|batch_group_count=(?P<batch_group_count>\d+))")
+
+
+def _restore_cudnn_conv_attributes(module: ir.Module, text: str, path: str) -> None:
+    if _CUDNN_TARGET not in text:
+        return
+    found: dict[str, tuple[int, dict[str, str]]] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        at = line.find(_CUDNN_TARGET)
+        if at < 0:
+            continue
+        name = _DEFINED_NAME.match(line)
+        if name is None:
+            continue
+        # Only the instruction's own attributes: backend_config's JSON follows the target.
+        fields = {k: v for m in _CONV_FIELDS.finditer(line, 0, at) for k, v in m.groupdict().items() if v}
+        if "dim_labels" not in fields:
+            raise InputError(path, f"cuDNN convolution %{name.group(1)} has no dim_labels", number)
+        found[name.group(1)] = (number, fields)
+    if not found:
+        return
+    with module.context:
+        i64 = ir.IntegerType.get_signless(64)
+        for op in _walk(module.operation):
+            if op.name == "stablehlo.convolution":
+                # The dump is past XLA:GPU's convolution rewriting: a convolution
+                # still here is one cuDNN cannot run, and no GPU rule applies to it.
+                op.attributes[KEPT_CONVOLUTION] = ir.UnitAttr.get()
+                continue
+            if op.name != "stablehlo.custom_call":
+                continue
+            loc = _QUOTED.search(str(op.location))
+            entry = found.get(loc.group(1)) if loc else None
+            if entry is None:
+                continue
+            for key, value in entry[1].items():
+                attr = ir.IntegerAttr.get(i64, int(value)) if key.endswith("count") else ir.StringAttr.get(value)
+                op.attributes[CONV_ATTRIBUTES[key]] = attr
+
+
+def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
 
 
 def _entry_computation_layout(text: str) -> str | None:

@@ -13,13 +13,17 @@ What the GPU libraries need, and what this target therefore demands:
 * collectives want the gathered / scattered / split dimension most major;
   host transfers and receives use the default layout;
 * a reduction whose reduced dimensions hold at least 32 elements asks its
-  operand to put them most minor (a row reduction); reshapes keep size-1
-  dimensions where the other side's layout already had them.
+  operand to put them most minor (a row reduction); across a reshape a
+  size-1 dimension travels with its logical neighbour, and a layout the dump
+  already gives is kept where it is an equivalent bitcast layout;
+* a layout an XLA:GPU dump already gives an instruction (passes before
+  layout assignment set some) is its existing layout, which the dot rules
+  keep when cuBLAS can use it.
 
 Rules of XLA's pass that cannot be expressed on StableHLO are listed where
-they would go, with the reason.  The device model is a constructor argument;
-``get_target("xla-gpu")`` uses a Hopper-class CUDA GPU (compute capability
-9.0) and XLA's default debug flags.
+they would go, with the reason.  The device is one of XLA's GPU target
+configs (``gpu_config.py``; ``--gpu``), ``h100`` unless told otherwise, with
+XLA's default debug flags.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ..constraints import Origin
 from ..errors import PassError
 from ..rules import OpRule, reduce_operand, rule_for
 from .base import Derived, Target
+from .gpu_config import GpuModel, load_gpu
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
@@ -40,7 +45,20 @@ if TYPE_CHECKING:
 
 # Custom-call targets XLA:GPU knows by name.
 _TOPK = "__gpu$TopK"
-_CUB_SORT = "xla.gpu.ext.cub_sort_unassigned_scratch_size"
+# CUB radix sorts, as XLA:GPU names them before and after their scratch size is known.
+_CUB_SORT = ("__cub$DeviceRadixSort", "xla.gpu.ext.cub_sort_unassigned_scratch_size")
+# cuDNN convolutions XLA:GPU forms before layout assignment, by kind: which
+# of (operand 0, operand 1, result 0) is the convolution's input, filter and
+# output.
+_CUDNN_CONV_PREFIX = "__cudnn$conv"
+_ROCM_NHWC_ARCHS = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"}
+_CUDNN_CONV_ROLES = {
+    "__cudnn$convForward": ("input", "filter", "output"),
+    "__cudnn$convBiasActivationForward": ("input", "filter", "output"),
+    "__cudnn$convForwardGraph": ("input", "filter", "output"),
+    "__cudnn$convBackwardInput": ("output", "filter", "input"),
+    "__cudnn$convBackwardFilter": ("input", "output", "filter"),
+}
 _RAGGED_ALL_TO_ALL = "ragged_all_to_all"  # how JAX spells kRaggedAllToAll in StableHLO
 # MoveToHost / MoveToDevice are XLA's internal names; JAX emits
 # annotate_device_placement, which XLA turns into one of the two before
@@ -120,6 +138,49 @@ def matrix_layout_ok(layout: L.Layout, element: str, batch: Sequence[int],
     return major_to_minor in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (2, 0, 1))
 
 
+def reshape_layout(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
+                   given: L.Layout | None = None) -> L.Layout | None:
+    """The layout XLA:GPU derives for one side of a reshape from the other's.
+
+    The dims that are not size 1 are aligned as AlignLayouts does.  Each
+    size-1 output dim then sits right above (more major than) the next dim
+    after it that is not size 1, and size-1 dims after the last such dim are
+    most minor: a size-1 dim travels with its logical neighbour, as in a
+    row-major reshape.  (Observed on jaxlib 0.10.2's XLA:GPU, e.g.
+    f32[10,20]{0,1} -> [1,10,20]{1,0,2}, [10,1,20]{0,2,1}, [10,20,1]{2,0,1};
+    AlignLayouts proper would put every size-1 dim most major.)  When the
+    dump already gives the derived side a layout (``given``) that is one of
+    these equivalent bitcast layouts, that layout stays, as XLA keeps it.
+    """
+    if 1 not in in_dims and 1 not in out_dims:
+        return L.align_layouts(in_dims, in_layout, out_dims)
+    if given is not None:
+        # A layout the dump already gives the other side stays, if it is one of
+        # the equivalent bitcast layouts.
+        kept = align_layouts_gpu(in_dims, in_layout, out_dims, given)
+        if kept == given:
+            return given
+    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
+    renum = {d: i for i, d in enumerate(keep_in)}
+    simple_in = tuple(renum[d] for d in in_layout if d in renum)
+    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
+    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
+    if simple is None:
+        return None
+    # Each kept output dim carries the size-1 dims just before it (descending,
+    # so the nearest is most minor); trailing size-1 dims lead, most minor.
+    last = keep_out[-1] if keep_out else -1
+    carried: dict[int, list[int]] = {}
+    before = 0
+    for d in keep_out:
+        carried[d] = list(range(d, before - 1, -1))
+        before = d + 1
+    layout = list(range(len(out_dims) - 1, last, -1))
+    for k in simple:
+        layout.extend(carried[keep_out[k]])
+    return L.intern(layout)
+
+
 def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
                       template: L.Layout) -> L.Layout | None:
     """AlignLayouts, but size-1 output dims stay where ``template`` has them.
@@ -127,7 +188,8 @@ def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Seq
     The non-degenerate dims are aligned as XLA's AlignLayouts does; walking
     the template from minor to major, each size-1 dim keeps its slot and
     every other slot takes the next aligned dim.  Any placement of size-1
-    dims is a bitcast, so this only avoids needless layout churn.
+    dims is a bitcast; ``reshape_layout`` uses it to recognise a given
+    layout that is equivalent to the derived one.
     """
     if 1 not in in_dims and 1 not in out_dims:
         return L.align_layouts(in_dims, in_layout, out_dims)
@@ -148,22 +210,23 @@ class XlaGpuTarget(Target):
     name = "xla-gpu"
     inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
     uniform_rounds = True
+    reads_given_layouts = True
 
-    def __init__(self, compute_capability: tuple[int, int] = (9, 0), platform: str = "cuda",
-                 rocm_nhwc: bool = False, force_conv_layout: str | None = None,
+    def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
+                 force_conv_layout: str | None = None,
                  pack_dot_operands_along_k: bool = False) -> None:
-        """``compute_capability`` is the CUDA SM version; ``platform`` "cuda" or
-        "rocm"; ``rocm_nhwc`` stands for a ROCm device with NHWC support and
-        TF_USE_ROCM_NHWC set; ``force_conv_layout`` ("nchw" / "nhwc") and
-        ``pack_dot_operands_along_k`` mirror the XLA debug flags
-        xla_gpu_force_conv_nchw / _nhwc and
+        """``gpu`` is the device XLA compiles for: a ``GpuModel``, the name of a
+        shipped config (``a100``, ``h100``, ...) or a ``GpuTargetConfigProto``
+        text file; ``None`` means ``h100``.  ``rocm_nhwc`` stands for
+        TF_USE_ROCM_NHWC set (it matters on ROCm devices with NHWC support);
+        ``force_conv_layout`` ("nchw" / "nhwc") and ``pack_dot_operands_along_k``
+        mirror the XLA debug flags xla_gpu_force_conv_nchw / _nhwc and
         xla_gpu_experimental_pack_dot_operands_along_k_dimension."""
-        if platform not in ("cuda", "rocm"):
-            raise ValueError(f"unknown GPU platform {platform!r}")
         if force_conv_layout not in (None, "nchw", "nhwc"):
             raise ValueError(f"force_conv_layout must be nchw or nhwc, not {force_conv_layout!r}")
-        self.compute_capability = compute_capability
-        self.platform = platform
+        self.gpu = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)
+        self.compute_capability = self.gpu.compute_capability
+        self.platform = self.gpu.platform
         self.rocm_nhwc = rocm_nhwc
         self.force_conv_layout = force_conv_layout
         self.pack_dot_operands_along_k = pack_dot_operands_along_k
@@ -199,7 +262,7 @@ class XlaGpuTarget(Target):
             dst = g.values[ins.results[0]].dims
             if not L.reshape_derivable(src, dst):
                 return None
-            lay = align_layouts_gpu(dst, output, src, self.existing_layout(g, ins.operands[0]))  # type: ignore[arg-type]
+            lay = reshape_layout(dst, output, src, self.given_layout(g, ins.operands[0]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
         return super().operand_from_output(g, ins, n, output, rule)
 
@@ -212,18 +275,34 @@ class XlaGpuTarget(Target):
             dst = g.values[ins.results[result]].dims
             if not L.reshape_derivable(src, dst):
                 return None
-            lay = align_layouts_gpu(src, operand, dst, self.existing_layout(g, ins.results[result]))  # type: ignore[arg-type]
+            lay = reshape_layout(src, operand, dst, self.given_layout(g, ins.results[result]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
         return super().output_from_operand(g, ins, n, operand, result, rule)
 
     # -- what the input already says about a value -----------------------------
+    @staticmethod
+    def given_layout(g: "Graph", vid: int) -> L.Layout | None:
+        """The layout the input dump writes on the instruction defining ``vid``, if any."""
+        ins = g.instrs[g.values[vid].producer]
+        given = ins.attrs.get("given_layout")
+        if given is not None and ins.results[0] == vid and len(given) == g.values[vid].rank:
+            return given
+        return None
+
     def existing_layout(self, g: "Graph", vid: int) -> L.Layout:
         """The layout XLA would find on the HLO before the pass.
 
-        HLO coming from JAX carries the default layout on every instruction,
-        except entry parameters and results, which carry the entry layout.
+        Entry parameters and results carry the entry layout.  An instruction
+        of an XLA:GPU dump may already carry another layout than the default
+        (passes before layout assignment set some, e.g. on transposes and the
+        reshapes around dots); XLA's dot rules keep such a layout when cuBLAS
+        can use it.  Everything else carries the default layout.
         """
         v = g.values[vid]
+        ins = g.instrs[v.producer]
+        given = ins.attrs.get("given_layout")
+        if given is not None and len(given) == v.rank and ins.results[0] == vid:
+            return given
         if g.entry is not None:
             comp = g.comps[g.entry]
             for p, mode in zip(comp.params, g.entry_param_modes):
@@ -282,11 +361,14 @@ class XlaGpuTarget(Target):
             if target in _CUBLAS:
                 raise PassError(f"custom_call @{target} is a rewritten gemm; XLA:GPU rewrites "
                                 "gemms only after layout assignment", ins.loc)
-            # cuDNN convolution custom calls (__cudnn$conv*) are not expressible:
-            # stablehlo.custom_call carries no convolution dimension numbers.
-            # XLA rewrites every convolution into one before this pass, so the
-            # same heuristic is applied to stablehlo.convolution itself.
-            if hlo == "convolution" and "conv" in ins.attrs:
+            if target is not None and target.startswith(_CUDNN_CONV_PREFIX):
+                self._cudnn_conv(engine, ins, target)
+            # XLA rewrites every convolution cuDNN can run into a cuDNN custom
+            # call before this pass; on raw StableHLO the same heuristic
+            # applies to the convolution itself, as a forward convolution.  A
+            # convolution an XLA:GPU dump still holds is one cuDNN cannot run,
+            # and XLA:GPU places no constraint on it.
+            elif hlo == "convolution" and "conv" in ins.attrs and not ins.attrs.get("not_cudnn"):
                 self._convolution(engine, ins)
             elif hlo in _DOTS and "lhs_batch" in ins.attrs:
                 self._dot(engine, ins)
@@ -304,7 +386,7 @@ class XlaGpuTarget(Target):
                 v = g.values[ins.operands[0]]
                 self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
                 self._default_results(engine, iid, why)
-            elif (hlo == "sort" or target == _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
+            elif (hlo == "sort" or target in _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
                 self._sort(engine, ins)
             elif target == _TOPK or hlo == "topk":
                 # chlo.top_k becomes either the TopK custom call or a sort
@@ -368,16 +450,19 @@ class XlaGpuTarget(Target):
             if not half or self.compute_capability < (7, 0) or output_rank != 4:
                 return "NCHW"
             return "NHWC"
-        if not half or not self.rocm_nhwc or output_rank != 4:
+        if not half or not self.rocm_nhwc or not self.rocm_has_nhwc() or output_rank != 4:
             return "NCHW"
         return "NHWC"
 
-    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
-        c = ins.attrs["conv"]
-        inp = g.values[ins.operands[0]]
-        out = g.values[ins.results[0]]
-        fmt = self.conv_format(inp.element, len(c["input_spatial"]), out.rank)
+    def rocm_has_nhwc(self) -> bool:
+        """RocmComputeCapability::has_nhwc_layout_support: CDNA (MI100) and later."""
+        arch = self.gpu.rocm_arch.split(":", 1)[0]
+        return arch in _ROCM_NHWC_ARCHS
+
+    def conv_layouts(self, c: dict, element: str, output_rank: int) -> tuple[str, dict[str, L.Layout]]:
+        """XLA's StreamExecutorConvLayoutsToXlaLayouts for the heuristic's format:
+        the layouts of the convolution's input, filter and output by role."""
+        fmt = self.conv_format(element, len(c["input_spatial"]), output_rank)
         if fmt == "NHWC":
             data_in = [c["input_batch"], *c["input_spatial"], c["input_feature"]]
             filt = [c["kernel_output_feature"], *c["kernel_spatial"], c["kernel_input_feature"]]
@@ -386,12 +471,58 @@ class XlaGpuTarget(Target):
             data_in = [c["input_batch"], c["input_feature"], *c["input_spatial"]]
             filt = [c["kernel_output_feature"], c["kernel_input_feature"], *c["kernel_spatial"]]
             data_out = [c["output_batch"], c["output_feature"], *c["output_spatial"]]
+        return fmt, {"input": L.from_major_to_minor(data_in), "filter": L.from_major_to_minor(filt),
+                     "output": L.from_major_to_minor(data_out)}
+
+    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        inp = g.values[ins.operands[0]]
+        out = g.values[ins.results[0]]
+        fmt, lay = self.conv_layouts(ins.attrs["conv"], inp.element, out.rank)
         why = Origin("target:gpu-conv-layout", ins.id, None,
-                     f"cuDNN runs this {inp.element} convolution as {fmt}")
-        self._set_operand(engine, L.from_major_to_minor(data_in), ins.id, 0, why)
-        self._set_operand(engine, L.from_major_to_minor(filt), ins.id, 1, why)
-        engine.set_instruction_layout([L.from_major_to_minor(data_out)], ins.id, True,
-                                      engine.current_priority, why)
+                     f"cuDNN runs this {inp.element} convolution as {fmt} on {self.gpu.name}")
+        self._set_operand(engine, lay["input"], ins.id, 0, why)
+        self._set_operand(engine, lay["filter"], ins.id, 1, why)
+        engine.set_instruction_layout([lay["output"]], ins.id, True, engine.current_priority, why)
+
+    def _cudnn_conv(self, engine: "Engine", ins: "Instruction", target: str) -> None:
+        """XLA's AddBackendConstraintsToDnnConvCustomCall.
+
+        The heuristic reads the element type of operand 0 and the rank of
+        result 0; operands 0 and 1 and result 0 take the layouts of their
+        roles; a fused convolution's side input (operand 3) and a graph
+        convolution's non-scalar extra operands follow the output.
+        """
+        g = engine.g
+        roles = _CUDNN_CONV_ROLES.get(target)
+        if roles is None:
+            raise PassError(f"custom_call @{target}: not a cuDNN convolution kind XLA:GPU knows", ins.loc)
+        if "conv" not in ins.attrs:
+            raise PassError(f"custom_call @{target} carries no dimension numbers (dim_labels); give the "
+                            "tool XLA's HLO dump itself, where they are written", ins.loc)
+        leaves = engine.leaves[ins.id]
+        if len(ins.operands) < 2 or not leaves:
+            raise PassError(f"custom_call @{target} needs two operands and a result", ins.loc)
+        lhs = g.values[ins.operands[0]]
+        result = g.values[leaves[0]]
+        fmt, lay = self.conv_layouts(ins.attrs["conv"], lhs.element, result.rank)
+        why = Origin("target:gpu-cudnn-conv-layout", ins.id, None,
+                     f"cuDNN runs this {lhs.element} {target[len('__cudnn$'):]} as {fmt} on {self.gpu.name}")
+        self._set_operand(engine, lay[roles[0]], ins.id, 0, why)
+        self._set_operand(engine, lay[roles[1]], ins.id, 1, why)
+        if result.is_array and result.buffer == result.id:
+            engine.set_buffer_layout(lay[roles[2]], result.id, True, True, engine.current_priority, why)
+        extra = range(2, len(ins.operands))
+        if target == "__cudnn$convBiasActivationForward":
+            extra = range(3, 4) if len(ins.operands) == 4 else range(0)
+        elif target != "__cudnn$convForwardGraph":
+            if len(ins.operands) > 2:
+                raise PassError(f"custom_call @{target} has a side input, which only fused and graph "
+                                "convolutions take", ins.loc)
+        for n in extra:
+            v = g.values[ins.operands[n]]
+            if v.is_array and v.rank > 0:
+                self._set_operand(engine, lay["output"], ins.id, n, why)
 
     # -- dot ------------------------------------------------------------------------
     @staticmethod

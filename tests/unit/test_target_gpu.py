@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import PassError
-from stablehlo_layout.targets import XlaGpuTarget, get_target
-from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
+from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu
+from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok, reshape_layout
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 from tests.conftest import assign_text
@@ -150,13 +151,15 @@ func.func public @main(%x: tensor<1x16x32x32xf16>, %w: tensor<32x16x3x3xf16>) ->
     nchw = (3, 2, 1, 0)
     # f16 2-D: NHWC on Volta and later, NCHW on Pascal; ROCm only when enabled.
     assert layout_of(run(text), "stablehlo.convolution") == nhwc
-    assert layout_of(run(text, XlaGpuTarget(compute_capability=(7, 0))), "stablehlo.convolution") == nhwc
-    assert layout_of(run(text, XlaGpuTarget(compute_capability=(6, 1))), "stablehlo.convolution") == nchw
-    assert layout_of(run(text, XlaGpuTarget(platform="rocm")), "stablehlo.convolution") == nchw
-    assert layout_of(run(text, XlaGpuTarget(platform="rocm", rocm_nhwc=True)), "stablehlo.convolution") == nhwc
+    pascal = replace(load_gpu("v100"), compute_capability=(6, 1))
+    rocm = replace(load_gpu("v100"), platform="rocm", compute_capability=(0, 0), rocm_arch="gfx90a")
+    assert layout_of(run(text, XlaGpuTarget("v100")), "stablehlo.convolution") == nhwc
+    assert layout_of(run(text, XlaGpuTarget(pascal)), "stablehlo.convolution") == nchw
+    assert layout_of(run(text, XlaGpuTarget(rocm)), "stablehlo.convolution") == nchw
+    assert layout_of(run(text, XlaGpuTarget(rocm, rocm_nhwc=True)), "stablehlo.convolution") == nhwc
     assert layout_of(run(text, XlaGpuTarget(force_conv_layout="nchw")), "stablehlo.convolution") == nchw
     # f32 before Hopper: NCHW (already the logical order, so no copies).
-    r = run(text.replace("f16", "f32"), XlaGpuTarget(compute_capability=(8, 0)))
+    r = run(text.replace("f16", "f32"), XlaGpuTarget("a100"))
     assert layout_of(r, "stablehlo.convolution") == nchw and not r.copies
 
 
@@ -206,6 +209,20 @@ def test_align_layouts_gpu_keeps_size_one_dims_in_place():
     assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 1, 20), (0, 2, 3, 1)) == (0, 2, 3, 1)
     assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 20), (0, 1, 2)) == (0, 2, 1)
     assert align_layouts_gpu((10, 20), (0, 1), (200,), (0,)) is None
+
+
+def test_reshape_layout_size_one_dims_travel_with_their_neighbour():
+    # What jaxlib 0.10.2's XLA:GPU compiled for these reshapes (deviceless, H100).
+    assert reshape_layout((10, 20), (0, 1), (1, 10, 20)) == (1, 0, 2)
+    assert reshape_layout((10, 20), (0, 1), (10, 1, 20)) == (0, 2, 1)
+    assert reshape_layout((10, 20), (0, 1), (10, 20, 1)) == (2, 0, 1)
+    assert reshape_layout((10, 1, 20), (0, 2, 1), (10, 20)) == (0, 1)
+    # Row-major stays row-major, with any number of size-1 dims.
+    assert reshape_layout((2, 3), (1, 0), (1, 1, 2, 1, 3, 1)) == (5, 4, 3, 2, 1, 0)
+    # A given layout that is an equivalent bitcast layout is kept; another is not.
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(0, 2, 1)) == (0, 2, 1)
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(1, 2, 0)) == (2, 1, 0)
+    assert reshape_layout((10, 20), (0, 1), (200,)) is None
 
 
 @pytest.mark.parametrize("path", GPU_LIT_FILES, ids=[p.name for p in GPU_LIT_FILES])
