@@ -6,8 +6,8 @@
     stablehlo-layout trace   [same options] INPUT
 
 Bad input ends with one ``file:line:col: error: reason`` line on stderr and
-exit code 1; the input file is never written, and ``-o`` is written
-atomically.
+exit code 1; the input file is never written (``-o`` naming it is refused),
+and outputs are written as ``output.py`` says.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import gc
 import os
 import re
 import sys
-import tempfile
 from typing import NoReturn, Sequence
 
 from .errors import InputError, PassError
@@ -63,28 +62,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    if os.path.exists(path) and not os.path.isfile(path):
-        # A device or pipe (-o /dev/null, a FIFO): renaming over it would
-        # replace it with a file, so write to it directly.
-        try:
-            with open(path, "wb") as f:
-                f.write(data)
-        except OSError as e:
-            raise InputError(path, f"cannot write output: {e.strerror or e}") from None
+def _refuse_output_onto_input(args: argparse.Namespace) -> None:
+    """`-o` or `--html` naming the input would destroy it: refuse before any work."""
+    from .output import same_file
+
+    if args.input == "-" or not os.path.exists(args.input):
         return
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".stablehlo-layout-", dir=directory)
-    except OSError as e:
-        raise InputError(path, f"cannot write output: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)
-        raise InputError(path, f"cannot write output: {e.strerror or e}") from None
+    for option, path in (("-o", args.output), ("--html", getattr(args, "html", None))):
+        if path and path != "-" and same_file(path, args.input):
+            raise InputError(path, f"{option} names the input file; the input is never overwritten, "
+                                   "write elsewhere and move the result")
 
 
 def _assign(args: argparse.Namespace) -> int:
@@ -149,13 +136,9 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
 
 def _emit(args: argparse.Namespace, text: str | bytes) -> None:
-    data = text.encode() if isinstance(text, str) else text
-    if args.output == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        _write_atomically(args.output, data)
+    from .output import write_output
+
+    write_output(args.output, text.encode() if isinstance(text, str) else text)
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -185,11 +168,8 @@ def _trace(args: argparse.Namespace) -> int:
         # Explanations power the click-through on each copy; their what-if
         # reruns are skipped here to keep large modules quick.
         report = explain(assignment, fixes=False)
-        try:
-            write_trace_html(assignment.graph, assignment, report, args.html,
-                             f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
-        except OSError as e:
-            raise InputError(args.html, f"cannot write output: {e.strerror or e}") from None
+        write_trace_html(assignment.graph, assignment, report, args.html,
+                         f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
         return 0
     _emit(args, _with_path(render_trace(assignment), path))
     return 0
@@ -203,6 +183,7 @@ def _with_path(text: str, path: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _refuse_output_onto_input(args)
         if args.command == "assign":
             return _assign(args)
         if args.command == "explain":
@@ -238,7 +219,7 @@ def run() -> NoReturn:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (`| head`): nothing left to tell it
+    except OSError:  # the reader went away (`| head`) or the device is full: already reported
         pass
     os._exit(code)
 

@@ -22,9 +22,7 @@ size grows with the graph plus the trace.  The output is deterministic.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -494,19 +492,11 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
 
 def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
                      *, input_name: str | None = None) -> None:
-    """Write ``render_trace_html(...)`` to ``path`` atomically (UTF-8)."""
+    """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
+    from .output import write_output
+
     text = render_trace_html(graph, assignment, explanation, title, input_name=input_name)
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".stablehlo-layout-", suffix=".html", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_output(path, text.encode("utf-8"))
 
 
 # --- the page ------------------------------------------------------------------
