@@ -17,7 +17,8 @@ import gc
 import os
 import re
 import sys
-from typing import NoReturn, Sequence
+import threading
+from typing import Any, Callable, NoReturn, Sequence
 
 from .errors import InputError, PassError
 
@@ -87,6 +88,7 @@ def _assign(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     # assign_module verified its output, and nothing reads the module after this.
     _emit(args, mlir.final_text_bytes(module, debuginfo=args.mlir_print_debuginfo))
+    mlir.discard(module, result.graph.region_depth)
     return 0
 
 
@@ -130,6 +132,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
     module = _read(args, ctx)
     # Explanations quote XLA's rounds and priorities: run every round.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
+    mlir.discard(module, graph.region_depth)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)
     return assignment
@@ -182,6 +185,10 @@ def _with_path(text: str, path: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    return _on_deep_stack(lambda: _dispatch(args))
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         _refuse_output_onto_input(args)
         if args.command == "assign":
@@ -199,6 +206,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     return 1
+
+
+# MLIR's parser, verifier and printer recurse once per nested region in C++;
+# the main thread's 8 MiB stack ends near 1,000 nested whiles (a segfault, not
+# an error).  The command runs on a thread whose stack is reserved, not
+# committed: pages are only touched as deep as the module nests (~100k levels).
+_STACK_BYTES = 1 << 30
+
+
+def _on_deep_stack(work: Callable[[], int]) -> int:
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as e:  # a bug's traceback belongs to the caller's thread
+            outcome.append(e)
+        finally:
+            done.set()
+
+    try:
+        previous = threading.stack_size(_STACK_BYTES)
+    except (ValueError, RuntimeError):  # a platform that fixes thread stacks
+        return work()
+    try:
+        worker = threading.Thread(target=body, name="stablehlo-layout", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    # Wait on an event, not on join(): a join cut short by Ctrl-C may report
+    # the thread finished while it still runs.
+    while not done.is_set():
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            # Signals reach the main thread only: hand Ctrl-C to the worker, whose
+            # handlers remove temporary files and turn it into exit code 130.
+            _raise_in(worker, KeyboardInterrupt)
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _raise_in(thread: threading.Thread, error: type[BaseException]) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0), ctypes.py_object(error))
 
 
 def run() -> NoReturn:

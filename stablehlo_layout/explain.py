@@ -263,10 +263,9 @@ def source_rule(c: Constraint | None) -> str:
 
 
 def _constant(g: Graph, vid: int) -> int | None:
-    v = g.values[vid]
-    ins = g.instrs[v.producer]
-    if ins.op == "parameter" and "capture" in ins.attrs:
-        return _constant(g, ins.attrs["capture"])
+    ins = g.instrs[g.values[vid].producer]
+    while ins.op == "parameter" and "capture" in ins.attrs:  # through every enclosing region
+        ins = g.instrs[g.values[ins.attrs["capture"]].producer]
     return ins.attrs.get("scalar")
 
 

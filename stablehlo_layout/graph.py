@@ -107,6 +107,7 @@ class Graph:
     entry_aliases: list[tuple[int, int]] = field(default_factory=list)
     unknown_ops: dict[str, int] = field(default_factory=dict)
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
+    region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
         vid = len(self.values)
@@ -124,12 +125,17 @@ class Graph:
 
     def leaves(self, vid: int) -> list[int]:
         """The array/token leaves of a value: itself, or a tuple's elements flattened."""
-        v = self.values[vid]
-        if v.elements is None:
+        if self.values[vid].elements is None:
             return [vid]
         out: list[int] = []
-        for e in v.elements:
-            out.extend(self.leaves(e))
+        pending = [vid]  # depth-first, left to right, without recursion
+        while pending:
+            v = pending.pop()
+            elements = self.values[v].elements
+            if elements is None:
+                out.append(v)
+            else:
+                pending.extend(reversed(elements))
         return out
 
     def value_name(self, vid: int) -> str:

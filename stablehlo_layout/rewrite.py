@@ -177,18 +177,17 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
 
 def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value, scope: str) -> ir.Value:
     """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
-    if (v.id, scope) in current:
-        return current[(v.id, scope)]
-    views = h.views.get((v.id, scope))
-    if views:
-        return views[0]
-    handle = h.values[v.id]
-    if handle is not None:
-        return handle
-    # A capture parameter: the outer value, as seen from the enclosing level.
-    ins = g.instrs[v.producer]
-    outer = g.values[ins.attrs["capture"]]
-    return _visible(g, h, current, outer, scope)
+    while True:  # a loop, not recursion: captures chain through every enclosing region
+        if (v.id, scope) in current:
+            return current[(v.id, scope)]
+        views = h.views.get((v.id, scope))
+        if views:
+            return views[0]
+        handle = h.values[v.id]
+        if handle is not None:
+            return handle
+        # A capture parameter: the outer value, as seen from the enclosing level.
+        v = g.values[g.instrs[v.producer].attrs["capture"]]
 
 
 def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
@@ -202,19 +201,25 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
         return
     # An implicit capture: every use inside that region now reads the copy.
     comp, number = ins.attrs["capture_params"][e.operand - n_real]
-    region = h.regions[comp]
     param_value = g.instrs[g.comps[comp].params[number]].results[0]
     current[(param_value, ins.scope)] = new
-    copy_op = new.owner
     # The region may read the value through any MLIR value that shows it here
     # (a call that returned it twice has two results for it).
     olds = [old] + [x for x in h.views.get((e.value, ins.scope), ()) if x != old]
+    for iid, n in _reads_inside(g, param_value):
+        user = h.ops[iid]
+        if user is not None and any(user.operands[n] == x for x in olds):
+            user.operands[n] = new
+    if not h.inlined:
+        return
+    # A call inlined into the graph is no instruction of its own, yet its MLIR
+    # op reads the value: find such calls among the value's MLIR uses.
+    region = h.regions[comp]
+    copy_op = new.owner
     for source in olds:
         for use in list(source.uses):
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if owner == copy_op:
-                continue  # a copy placed inside the branch reads the outer value itself
-            if _inside(owner, region):
+            if owner.name == "func.call" and owner != copy_op and _inside(owner, region):
                 owner.operands[use.operand_number] = new
 
 
@@ -230,6 +235,24 @@ def _inside(owner: ir.Operation, region: ir.Region) -> bool:
         if parent is None or parent.name == "builtin.module":
             return False
         o = parent.operation if hasattr(parent, "operation") else parent
+
+
+def _reads_inside(g: Graph, param_value: int) -> list[tuple[int, int]]:
+    """(instruction, operand) pairs that read a capture parameter in its region or any
+    region nested in it (those read the outer MLIR value too, through their own
+    capture parameters).  The graph knows them; asking MLIR which uses of the
+    value lie inside the region would walk up the nesting once per use."""
+    out: list[tuple[int, int]] = []
+    pending = [param_value]
+    while pending:
+        for iid, n in g.values[pending.pop()].uses:
+            ins = g.instrs[iid]
+            if n < len(ins.operands):
+                out.append((iid, n))
+            else:
+                comp, number = ins.attrs["capture_params"][n - len(ins.operands)]
+                pending.append(g.instrs[g.comps[comp].params[number]].results[0])
+    return out
 
 
 def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:

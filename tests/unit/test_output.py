@@ -189,12 +189,14 @@ def test_sigint_during_a_run_leaves_no_temporary(tmp_path: Path) -> None:
     dest = tmp_path / "out.mlir"
     # Interrupt the command at its first write of the output: the temporary exists then.
     script = (
-        "import os, signal, sys\n"
+        "import os, signal, sys, time\n"
         "from stablehlo_layout import cli, output\n"
         "real = output._write_all\n"
         "def write(fd, data):\n"
         "    real(fd, data[:4096])\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    for _ in range(1000):  # the command runs on a worker thread: let Ctrl-C reach it\n"
+        "        time.sleep(0.01)\n"
         "    real(fd, data[4096:])\n"
         "output._write_all = write\n"
         f"sys.exit(cli.main(['assign', {str(src)!r}, '-o', {str(dest)!r}]))\n"
