@@ -154,9 +154,9 @@ def _explain(args: argparse.Namespace) -> int:
     if args.json:
         data = report.to_json()
         data["input"] = path
-        _emit(args, json.dumps(data, indent=2) + "\n")
+        _emit(args, _with_path(json.dumps(data, indent=2) + "\n", args.input))
     else:
-        _emit(args, _with_path(report.render(), path))
+        _emit(args, _with_path(report.render(), args.input))
     return 0
 
 
@@ -174,13 +174,19 @@ def _trace(args: argparse.Namespace) -> int:
         write_trace_html(assignment.graph, assignment, report, args.html,
                          f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
         return 0
-    _emit(args, _with_path(render_trace(assignment), path))
+    _emit(args, _with_path(render_trace(assignment), args.input))
     return 0
 
 
-def _with_path(text: str, path: str) -> str:
-    """Locations from a parsed buffer read "-:line:col"; show the input's name instead."""
-    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"{path}:{m.group(1)}:{m.group(2)}", text)
+def _with_path(text: str, input_path: str) -> str:
+    """Text read from stdin is parsed as the buffer "-": show its positions as ``<stdin>:line:col``.
+
+    A file's positions already name it (``mlir.load`` parses text from the file);
+    bytecode keeps the locations it was written with.
+    """
+    if input_path != "-":
+        return text
+    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"<stdin>:{m.group(1)}:{m.group(2)}", text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,8 @@ except locations, which are immutable and formatted only when read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+import re
+from typing import Any
 
 from .layout import Dims, Layout
 
@@ -48,10 +49,29 @@ class Value:
         self.rank, self.is_array = len(dims), kind == ARRAY
 
 
-# Turns a location the importer left unformatted into text (set by the
-# importer; formatting every op's location up front costs more than the rest
-# of the import, and only errors and explanations read them).
-location_text: Callable[[Any], str] = str
+_LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
+_FILE_POSITION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def location_text(loc: Any) -> str:
+    """A short human form of an MLIR location (or its printed ``loc(...)`` text).
+
+    A file position reads ``file:line:col``; a name (an HLO instruction) reads
+    as the name; a name over a source position (what ``jax.export`` writes:
+    the op's name over the call site of the user's code) reads
+    ``name (file:line:col)``, the innermost frame being the user's line.
+    Formatting is lazy (``Instruction.loc``): doing it for every op up front
+    costs more than the rest of the import, and only errors and reports read it.
+    """
+    text = str(loc)
+    m = _LOCATION.match(text)
+    if not m:
+        return text[4:-1] if text.startswith("loc(") else text
+    name, line, col = m.groups()
+    if line:
+        return f"{name}:{line}:{col}"
+    inner = _FILE_POSITION.search(text, m.end())
+    return f"{name} ({inner.group(1)}:{inner.group(2)}:{inner.group(3)})" if inner else name
 
 
 @dataclass(slots=True)

@@ -407,7 +407,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
             text = "(no explanation: pass explain(assignment) to render_trace_html)"
         n, b = by_reason.get(reason, (0, 0))
-        by_reason[reason] = (n + 1, b + nbytes)
+        by_reason[reason] = (n + 1, b + (nbytes or 0))  # None: a dynamic shape's unknown size
         copies.append([group.value, lays(_fmt(src)), lays(_fmt(group.dst)), nbytes,
                        total if total is not None else -1, trips, reason, edges, text,
                        str(L.ArrayShape(v.element, v.dims))])

@@ -15,10 +15,9 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers only
 
-from . import graph as _graph
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, location_text
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -49,17 +48,6 @@ class Handles:
     inlined: set[str] = field(default_factory=set)
 
 
-def location_text(loc: ir.Location) -> str:
-    """A short human form of an MLIR location: a NameLoc's name, or file:line:col."""
-    text = str(loc)
-    m = re.match(r'loc\("([^"]*)"(?::(\d+):(\d+))?', text)
-    if not m:
-        return text[4:-1] if text.startswith("loc(") else text
-    name, line, col = m.groups()
-    return f"{name}:{line}:{col}" if line else name
-
-
-_graph.location_text = location_text
 
 # Ops whose attributes the rules read (by the name after the dialect prefix);
 # every other op contributes no attributes and is not asked.

@@ -341,13 +341,14 @@ class JaxAnalysis:
                 fix = c.fix.description
             else:
                 fix = c.fix_note or "-"
-            rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}", str(c.bytes),
+            rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}",
+                         "unknown" if c.bytes is None else str(c.bytes),
                          f"{c.producer['value']} -> {consumers}", f"{rule_text(c.reason)} ({c.reason})", fix])
         return head, rows
 
     def _headline(self) -> str:
         n = len(self.copies)
-        total = sum(c.bytes for c in self.copies)
+        total = sum(c.bytes for c in self.copies if c.bytes is not None)
         line = (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {total} B "
                 f"(target {self.target}, entry layouts {self.entry_layouts})")
         if self.verified is True:

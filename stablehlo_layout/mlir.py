@@ -215,7 +215,7 @@ def read_input(path: str, ctx: ir.Context) -> ir.Module:
         raise InputError(path, "no such file") from None
     except OSError as error:
         raise InputError(path, _os_reason(error)) from None
-    return load(data, path, ctx)
+    return load(data, path, ctx, file=path)
 
 
 def _os_reason(error: OSError) -> str:
@@ -247,10 +247,14 @@ def _classify(data: bytes) -> tuple[str | None, str | None]:
     return None, None
 
 
-def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context) -> ir.Module:
+def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
+         *, file: str | None = None) -> ir.Module:
     """Load any supported input kind into `ctx` as a verified module.
 
-    `path` only names the input in errors. Raises `InputError`.
+    `path` only names the input in errors.  `file`, when `data` is that file's
+    contents, lets MLIR text be parsed from the file itself, so that its
+    locations name the file (`x.mlir:7:8`) and not the parser's anonymous
+    buffer (`-:7:8`).  Raises `InputError`.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -265,6 +269,8 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context)
     if kind == HLO_TEXT and text is not None:
         return _load_hlo_text(text, path, ctx)
     if kind == MLIR_TEXT and text is not None:
+        if file is not None and not data.startswith(b"\xef\xbb\xbf") and file != "-":
+            return _parse_file(file, path, ctx)  # verified by the parse
         return _parse(text, path, ctx, _text_locator)  # verified by the parse
     raise InputError(path, _UNKNOWN_INPUT)
 
@@ -404,6 +410,25 @@ def _parse(
         except ir.MLIRError as error:
             diagnostics = _from_mlir_error(error) or collected
             raise _input_error(path, diagnostics, error.message, locate, prefix) from None
+
+
+def _parse_file(file: str, path: str, ctx: ir.Context) -> ir.Module:
+    """MLIR text parsed from `file`: the parser names its buffer, and so every location, after it."""
+    buffer = re.escape(file.replace("\\", "\\\\").replace('"', '\\"'))
+    position = re.compile(rf'"{buffer}":(\d+):(\d+)')
+
+    def locate(location: str) -> tuple[int, int | None] | None:
+        match = position.search(location) or _FILE_POSITION.search(location)
+        if match is None or int(match.group(1)) == 0:
+            return None
+        return int(match.group(1)), int(match.group(2))
+
+    with _collected_errors(ctx) as collected:
+        try:
+            return ir.Module.parseFile(file, context=ctx)
+        except ir.MLIRError as error:
+            diagnostics = _from_mlir_error(error) or collected
+            raise _input_error(path, diagnostics, error.message, locate) from None
 
 
 def _verified(module: ir.Module, path: str, locate: _Locator) -> ir.Module:

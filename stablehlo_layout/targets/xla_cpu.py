@@ -33,9 +33,7 @@ _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major
 
 
 def _bytes(v: "Value") -> int:
-    if any(d is None for d in v.dims):
-        return 0
-    return math.prod(v.dims) * L.element_bytes(v.element)  # type: ignore[arg-type]
+    return L.array_bytes(v.element, v.dims) or 0  # a dynamic shape is not known to be aligned
 
 
 def _aligned(v: "Value") -> bool:
