@@ -32,8 +32,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(a: argparse.ArgumentParser) -> None:
-    a.add_argument("input", metavar="INPUT",
-                   help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin")
+    a.add_argument("inputs", metavar="INPUT", nargs="+",
+                   help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin; "
+                        "several files, a glob or an XLA dump folder give one report per module")
     a.add_argument("--target", default="generic",
                    help=f"backend rules: {', '.join(TARGETS)} (default: generic)")
     a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
@@ -141,7 +142,12 @@ def _analysis(args: argparse.Namespace, trace: bool):
 def _emit(args: argparse.Namespace, text: str | bytes) -> None:
     from .output import write_output
 
-    write_output(args.output, text.encode() if isinstance(text, str) else text)
+    data = text.encode() if isinstance(text, str) else text
+    sink = getattr(args, "sink", None)
+    if sink is not None:  # one of several modules: the caller writes them all at once
+        sink.append(data)
+        return
+    write_output(args.output, data)
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -191,7 +197,111 @@ def _with_path(text: str, input_path: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    return _on_deep_stack(lambda: _dispatch(args))
+    return _on_deep_stack(lambda: _dispatch_inputs(args))
+
+
+_DUMP_SUFFIX = ".before_layout-assignment.txt"
+
+
+def _expand_inputs(inputs: list[str]) -> list[str]:
+    """Files named, globs the shell left alone, and XLA dump folders' before dumps, in order."""
+    import glob
+
+    out: list[str] = []
+    for item in inputs:
+        if item != "-" and os.path.isdir(item):
+            dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + _DUMP_SUFFIX)))
+            if not dumps:
+                raise InputError(item, f"a folder without XLA dumps (*{_DUMP_SUFFIX})")
+            out.extend(dumps)
+        elif not os.path.exists(item) and glob.has_magic(item):
+            found = sorted(glob.glob(item))
+            if not found:
+                raise InputError(item, "no file matches")
+            out.extend(found)
+        else:
+            out.append(item)
+    return out
+
+
+def module_name(path: str) -> str:
+    """What a report for ``path`` is called: the HLO module's name, else the file's."""
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError:
+            head = ""
+        m = re.match(r"\s*HloModule\s+([\w.\-]+)", head)
+        if m:
+            return m.group(1)
+        m = re.search(r"^\s*module\s+@([\w.$\-]+)", head, re.M)
+        if m:
+            return m.group(1)
+    return "<stdin>" if path == "-" else os.path.basename(path)
+
+
+def _dispatch_inputs(args: argparse.Namespace) -> int:
+    try:
+        paths = _expand_inputs(args.inputs)
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    if len(paths) == 1:
+        args.input = paths[0]
+        return _dispatch(args)
+    return _several(args, paths)
+
+
+def _several(args: argparse.Namespace, paths: list[str]) -> int:
+    """One report (or module) per input, each headed by its module's name; one output."""
+    from .output import write_output
+
+    if args.arg or "-" in paths:
+        print(f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION",
+              file=sys.stderr)
+        return 1
+    pieces: list[bytes] = []
+    docs: list[Any] = []
+    code = 0
+    as_json = getattr(args, "json", False)
+    names: dict[str, int] = {}
+    for path in paths:
+        name = module_name(path)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:  # XLA dumps every compile of a function under its name
+            name = f"{name}.{names[name]}"
+        sub = argparse.Namespace(**vars(args))
+        sub.input, sub.sink = path, []
+        if getattr(args, "html", None):
+            stem = args.html[:-5] if args.html.endswith(".html") else args.html
+            sub.html = f"{stem}.{name}.html"
+        status = _dispatch(sub)
+        code = code or status
+        if status != 0:
+            continue
+        body = b"".join(sub.sink)
+        if as_json:
+            import json
+
+            doc = json.loads(body)
+            doc["module"] = name
+            docs.append(doc)
+        elif args.command == "assign":
+            pieces.append((b"// -----\n" if pieces else b"") + f"// module {name}: {path}\n".encode() + body)
+        elif body or not getattr(args, "html", None):
+            pieces.append((b"\n" if pieces else b"") + f"== module {name}: {path} ==\n".encode() + body)
+    try:
+        if as_json:
+            import json
+
+            write_output(args.output, (json.dumps(docs, indent=2) + "\n").encode())
+        elif pieces:
+            write_output(args.output, b"".join(pieces))
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return code
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -307,6 +307,13 @@ class _Importer:
         if not funcs:
             raise PassError("the module has no func.func to assign layouts to")
         entry_name = _entry_name(funcs)
+        # Private functions nothing reachable calls are not part of the program:
+        # XLA's HLO->StableHLO conversion leaves a loop's body and condition
+        # behind as functions although the while holds them inline.  XLA lays
+        # out only what the entry reaches; so does the pass, and leaves them as written.
+        unreached = _unreached_private(funcs, entry_name) if len(funcs) > 1 else set()
+        if unreached:
+            funcs = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value not in unreached]
         inlined: set[str] = set()
         # Most modules call nothing, so the walk first assumes that and stops
         # at the first call it meets; only then are calls flattened (one more
@@ -314,7 +321,8 @@ class _Importer:
         if self.inline and not self.optimistic:
             with self.module.context:
                 inlined = _flatten_calls(funcs, entry_name)
-            funcs = [op for op in body.operations if op.operation.name == "func.func"]
+            funcs = [op for op in body.operations if op.operation.name == "func.func"
+                     and ir.StringAttr(op.attributes["sym_name"]).value not in unreached]
         self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
         self.h.inlined = inlined
         for name, f in self.funcs.items():
@@ -587,6 +595,25 @@ COPY_MARK = "stablehlo_layout.inserted"
 # from the other end, where ties between equally good layouts (size-1 dimensions,
 # which demand reaches an operand first) can fall the other way.
 CHOSEN_MARK = "stablehlo_layout.chosen"
+
+
+def _unreached_private(funcs: list[ir.Operation], entry: str) -> set[str]:
+    """Names of the private functions that no call reachable from ``entry`` names."""
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    reached = {entry}
+    pending = [entry]
+    while pending:
+        f = by_name.get(pending.pop())
+        if f is None:
+            continue
+        for op in nested_ops(f.operation):
+            if op.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                if callee not in reached:
+                    reached.add(callee)
+                    pending.append(callee)
+    return {name for name, f in by_name.items() if name not in reached
+            and "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"}
 
 
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:

@@ -702,7 +702,12 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
         for key, shapes, count in (("arg_attrs", param_shapes, len(ftype.inputs)),
                                    ("res_attrs", result_shapes, len(ftype.results))):
             if len(shapes) != count:
-                continue  # tuple-shaped entry: the converter flattened it differently
+                # A tuple-shaped parameter or result: the converter passes its leaves.
+                shapes = _leaves(shapes)
+            if len(shapes) != count:
+                raise InputError(path, f"entry_computation_layout has {len(shapes)} "
+                                 f"{'parameters' if key == 'arg_attrs' else 'results'}, the entry "
+                                 f"function {count}", 1)
             existing = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
             entries = []
             for i, shape in enumerate(shapes):
@@ -714,6 +719,21 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
                     values["mhlo.layout_mode"] = ir.StringAttr.get(mode)
                 entries.append(ir.DictAttr.get(values))
             main.attributes[key] = ir.ArrayAttr.get(entries)
+
+
+def _leaves(shapes) -> list:
+    """The array (and token) leaves of shapes, tuples flattened in order, without recursion."""
+    from .layout import TupleShape
+
+    out = []
+    pending = list(reversed(shapes))
+    while pending:
+        shape = pending.pop()
+        if isinstance(shape, TupleShape):
+            pending.extend(reversed(shape.elements))
+        else:
+            out.append(shape)
+    return out
 
 
 def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:
