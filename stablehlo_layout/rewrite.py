@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from . import layout as L
+from .errors import PassError
 from .graph import ARRAY, TOKEN, Graph, Value
 from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
@@ -364,6 +365,26 @@ def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cach
         res if len(res) == 1 else [ir.ArrayAttr.get(res)])
 
 
+def _kept_tiling(given: ir.Attribute | None, lay: L.Layout, key: str, i: int) -> ir.Attribute | None:
+    """A given ``mhlo.layout_mode`` with tiling (``"{1,0:T(8,128)}"``), kept as written.
+
+    The pass compares layouts by minor_to_major only, as XLA's does, so a tiled
+    pin stays what it was; writing back the bare minor_to_major would drop the
+    tiling silently.  A tiled layout the pass would have to change is refused.
+    """
+    if given is None or not isinstance(given, ir.StringAttr) or ":" not in given.value:
+        return None
+    try:
+        minor_to_major = L.parse_layout(given.value)
+    except ValueError:
+        return None
+    if minor_to_major != lay:
+        what = "parameter" if key == "arg_attrs" else "result"
+        raise PassError(f'{what} {i}: the tiled mhlo.layout_mode = "{given.value}" would become '
+                        f"{L.format_layout(lay)}; tiling cannot be carried to another layout")
+    return given
+
+
 def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: list[L.Layout | None],
                        given: list[L.Layout | None], cache: _Attrs) -> ir.Attribute:
     existing = list(ir.ArrayAttr(f.attributes[key])) if key in f.attributes else []
@@ -378,7 +399,8 @@ def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: 
         entries.pop(CHOSEN_MARK, None)  # an earlier run's mark: this run decides afresh
         lay = layouts[i] if i < len(layouts) else None
         if v.kind == ARRAY and lay is not None:
-            entries["mhlo.layout_mode"] = cache.string(L.format_layout(lay))
+            entries["mhlo.layout_mode"] = _kept_tiling(entries.get("mhlo.layout_mode"), lay, key, i) \
+                or cache.string(L.format_layout(lay))
             if i < len(given) and given[i] is None:
                 entries[CHOSEN_MARK] = cache.unit()
         out.append(ir.DictAttr.get(entries))
