@@ -212,7 +212,7 @@ def _expand_inputs(inputs: list[str]) -> list[str]:
         if item != "-" and os.path.isdir(item):
             dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + _DUMP_SUFFIX)))
             if not dumps:
-                raise InputError(item, f"a folder without XLA dumps (*{_DUMP_SUFFIX})")
+                raise InputError(item, f"is a directory without XLA dumps (*{_DUMP_SUFFIX})")
             out.extend(dumps)
         elif not os.path.exists(item) and glob.has_magic(item):
             found = sorted(glob.glob(item))

@@ -54,8 +54,8 @@ def _device(folder: Path, name: str, minor: int) -> Path:
 
 def test_new_file_follows_the_umask_and_an_existing_file_keeps_its_mode(tmp_path: Path) -> None:
     new = tmp_path / "new.mlir"
-    out = subprocess.run([*TOOL, "assign", EXAMPLE, "-o", str(new)], capture_output=True, text=True,
-                         env=ENV, preexec_fn=lambda: os.umask(0o027))
+    out = subprocess.run(["sh", "-c", 'umask 027; exec "$@"', "sh", *TOOL, "assign", EXAMPLE, "-o", str(new)],
+                         capture_output=True, text=True, env=ENV)
     assert out.returncode == 0, out.stderr
     assert stat.S_IMODE(new.stat().st_mode) == 0o640
     old = tmp_path / "old.mlir"

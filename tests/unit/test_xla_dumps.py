@@ -118,7 +118,7 @@ def test_dump_folder_glob_and_files_give_one_report_per_module(dump: Path, tmp_p
     empty = tmp_path / "empty"
     empty.mkdir()
     bad = _tool("explain", str(empty))
-    assert bad.returncode == 1 and "without XLA dumps" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "is a directory without XLA dumps" in bad.stderr and "Traceback" not in bad.stderr
 
 
 TUPLE_ENTRY = """HloModule tup, entry_computation_layout={((f32[16,4]{1,0}, f32[4,16]{1,0}))->(f32[4,16]{1,0}, f32[16,4]{1,0})}
