@@ -28,7 +28,8 @@ from stablehlo_layout import cli
 src, target, folder = sys.argv[1:4]
 codes = [
     cli.main(["assign", "--target", target, src, "-o", "/dev/null"]),
-    cli.main(["explain", "--target", target, "--json", src, "-o", folder + "/explain.json"]),
+    # Two what-if reruns exercise the fixes; each costs a whole pass at this depth.
+    cli.main(["explain", "--target", target, "--json", "--max-reruns", "2", src, "-o", folder + "/explain.json"]),
     cli.main(["trace", "--target", target, src, "-o", folder + "/trace.txt"]),
     cli.main(["trace", "--target", target, "--html", folder + "/trace.html", src]),
 ]
