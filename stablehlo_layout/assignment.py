@@ -96,9 +96,13 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
     ``exact`` runs XLA's every round even when one provably repeats the
     last, so that explanations carry XLA's round and priority numbers.
     """
+    from .mlir import discard
+
     op = module.operation if isinstance(module, ir.Module) else module
     with quiet_gc():
-        tgt, graph, _, warnings = _import(op.clone(), target, gpu)
+        clone = op.clone()
+        tgt, graph, _, warnings = _import(clone, target, gpu)
+        discard(clone, graph.region_depth)
         return graph, assign_layouts(graph, tgt, entry_layouts, trace, exact), warnings
 
 

@@ -6,8 +6,8 @@
     stablehlo-layout trace   [same options] INPUT
 
 Bad input ends with one ``file:line:col: error: reason`` line on stderr and
-exit code 1; the input file is never written, and ``-o`` is written
-atomically.
+exit code 1; the input file is never written (``-o`` naming it is refused),
+and outputs are written as ``output.py`` says.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import argparse
 import gc
 import os
 import re
+import signal
 import sys
-import tempfile
-from typing import NoReturn, Sequence
+import threading
+from typing import Any, Callable, NoReturn, Sequence
 
 from .errors import InputError, OptionError, PassError
 from .options import ENTRY_MODES
@@ -31,8 +32,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _common(a: argparse.ArgumentParser) -> None:
-    a.add_argument("input", metavar="INPUT",
-                   help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin")
+    a.add_argument("inputs", metavar="INPUT", nargs="+",
+                   help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin; "
+                        "several files, a glob or an XLA dump folder give one report per module")
     from .targets import TARGET_NAMES
 
     a.add_argument("--target", default="generic",
@@ -70,28 +72,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    if os.path.exists(path) and not os.path.isfile(path):
-        # A device or pipe (-o /dev/null, a FIFO): renaming over it would
-        # replace it with a file, so write to it directly.
-        try:
-            with open(path, "wb") as f:
-                f.write(data)
-        except OSError as e:
-            raise InputError(path, f"cannot write output: {e.strerror or e}") from None
+def _refuse_output_onto_input(args: argparse.Namespace) -> None:
+    """`-o` or `--html` naming the input would destroy it: refuse before any work."""
+    from .output import same_file
+
+    if args.input == "-" or not os.path.exists(args.input):
         return
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".stablehlo-layout-", dir=directory)
-    except OSError as e:
-        raise InputError(path, f"cannot write output: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)
-        raise InputError(path, f"cannot write output: {e.strerror or e}") from None
+    for option, path in (("-o", args.output), ("--html", getattr(args, "html", None))):
+        if path and path != "-" and same_file(path, args.input):
+            raise InputError(path, f"{option} names the input file; the input is never overwritten, "
+                                   "write elsewhere and move the result")
 
 
 def _assign(args: argparse.Namespace) -> int:
@@ -107,6 +97,7 @@ def _assign(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     # assign_module verified its output, and nothing reads the module after this.
     _emit(args, mlir.final_text_bytes(module, debuginfo=args.mlir_print_debuginfo))
+    mlir.discard(module, result.graph.region_depth)
     return 0
 
 
@@ -174,19 +165,25 @@ def _analysis(args: argparse.Namespace, trace: bool):
     module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
+    mlir.discard(module, graph.region_depth)
+    if sources is not None:
+        from .sources import name_by_instruction
+
+        name_by_instruction(graph)
     for note in filter(None, [warning, *notes]):
         print(note, file=sys.stderr)
     return assignment, sources
 
 
 def _emit(args: argparse.Namespace, text: str | bytes) -> None:
+    from .output import write_output
+
     data = text.encode() if isinstance(text, str) else text
-    if args.output == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        _write_atomically(args.output, data)
+    sink = getattr(args, "sink", None)
+    if sink is not None:  # one of several modules: the caller writes them all at once
+        sink.append(data)
+        return
+    write_output(args.output, data)
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -202,9 +199,9 @@ def _explain(args: argparse.Namespace) -> int:
         data["input"] = path
         if getattr(args, "compiled_by", None):
             data["compiled_by"] = args.compiled_by
-        _emit(args, json.dumps(data, indent=2) + "\n")
+        _emit(args, _with_path(json.dumps(data, indent=2) + "\n", args.input))
     else:
-        _emit(args, _with_path(report.render(), path))
+        _emit(args, _with_path(report.render(), args.input))
     return 0
 
 
@@ -219,24 +216,136 @@ def _trace(args: argparse.Namespace) -> int:
         # Explanations power the click-through on each copy; their what-if
         # reruns are skipped here to keep large modules quick.
         report = explain(assignment, fixes=False, sources=sources)
-        try:
-            write_trace_html(assignment.graph, assignment, report, args.html,
-                             f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
-        except OSError as e:
-            raise InputError(args.html, f"cannot write output: {e.strerror or e}") from None
+        write_trace_html(assignment.graph, assignment, report, args.html,
+                         f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
         return 0
-    _emit(args, _with_path(render_trace(assignment, sources), path))
+    _emit(args, _with_path(render_trace(assignment, sources), args.input))
     return 0
 
 
-def _with_path(text: str, path: str) -> str:
-    """Locations from a parsed buffer read "-:line:col"; show the input's name instead."""
-    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"{path}:{m.group(1)}:{m.group(2)}", text)
+def _with_path(text: str, input_path: str) -> str:
+    """Text read from stdin is parsed as the buffer "-": show its positions as ``<stdin>:line:col``.
+
+    A file's positions already name it (``mlir.load`` parses text from the file);
+    bytecode keeps the locations it was written with.
+    """
+    if input_path != "-":
+        return text
+    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"<stdin>:{m.group(1)}:{m.group(2)}", text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    return _on_deep_stack(lambda: _dispatch_inputs(args))
+
+
+_DUMP_SUFFIX = ".before_layout-assignment.txt"
+
+
+def _expand_inputs(inputs: list[str]) -> list[str]:
+    """Files named, globs the shell left alone, and XLA dump folders' before dumps, in order."""
+    import glob
+
+    out: list[str] = []
+    for item in inputs:
+        if item != "-" and os.path.isdir(item):
+            dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + _DUMP_SUFFIX)))
+            if not dumps:
+                raise InputError(item, f"is a directory without XLA dumps (*{_DUMP_SUFFIX})")
+            out.extend(dumps)
+        elif not os.path.exists(item) and glob.has_magic(item):
+            found = sorted(glob.glob(item))
+            if not found:
+                raise InputError(item, "no file matches")
+            out.extend(found)
+        else:
+            out.append(item)
+    return out
+
+
+def module_name(path: str) -> str:
+    """What a report for ``path`` is called: the HLO module's name, else the file's."""
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError:
+            head = ""
+        m = re.match(r"\s*HloModule\s+([\w.\-]+)", head)
+        if m:
+            return m.group(1)
+        m = re.search(r"^\s*module\s+@([\w.$\-]+)", head, re.M)
+        if m:
+            return m.group(1)
+    return "<stdin>" if path == "-" else os.path.basename(path)
+
+
+def _dispatch_inputs(args: argparse.Namespace) -> int:
     try:
+        paths = _expand_inputs(args.inputs)
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    if len(paths) == 1:
+        args.input = paths[0]
+        return _dispatch(args)
+    return _several(args, paths)
+
+
+def _several(args: argparse.Namespace, paths: list[str]) -> int:
+    """One report (or module) per input, each headed by its module's name; one output."""
+    from .output import write_output
+
+    if args.arg or "-" in paths:
+        print(f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION",
+              file=sys.stderr)
+        return 1
+    pieces: list[bytes] = []
+    docs: list[Any] = []
+    code = 0
+    as_json = getattr(args, "json", False)
+    names: dict[str, int] = {}
+    for path in paths:
+        name = module_name(path)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:  # XLA dumps every compile of a function under its name
+            name = f"{name}.{names[name]}"
+        sub = argparse.Namespace(**vars(args))
+        sub.input, sub.sink = path, []
+        if getattr(args, "html", None):
+            stem = args.html[:-5] if args.html.endswith(".html") else args.html
+            sub.html = f"{stem}.{name}.html"
+        status = _dispatch(sub)
+        code = code or status
+        if status != 0:
+            continue
+        body = b"".join(sub.sink)
+        if as_json:
+            import json
+
+            doc = json.loads(body)
+            doc["module"] = name
+            docs.append(doc)
+        elif args.command == "assign":
+            pieces.append((b"// -----\n" if pieces else b"") + f"// module {name}: {path}\n".encode() + body)
+        elif body or not getattr(args, "html", None):
+            pieces.append((b"\n" if pieces else b"") + f"== module {name}: {path} ==\n".encode() + body)
+    try:
+        if as_json:
+            import json
+
+            write_output(args.output, (json.dumps(docs, indent=2) + "\n").encode())
+        elif pieces:
+            write_output(args.output, b"".join(pieces))
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        _refuse_output_onto_input(args)
         if getattr(args, "as_compiled", False):
             from . import compile as xla_compile
 
@@ -263,6 +372,64 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1
 
 
+# MLIR's parser, verifier and printer recurse once per nested region in C++;
+# the main thread's 8 MiB stack ends near 1,000 nested whiles (a segfault, not
+# an error).  The command runs on a thread whose stack is reserved, not
+# committed: pages are only touched as deep as the module nests (~100k levels).
+_STACK_BYTES = 1 << 30
+
+
+def _on_deep_stack(work: Callable[[], int]) -> int:
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as e:  # a bug's traceback belongs to the caller's thread
+            outcome.append(e)
+        finally:
+            done.set()
+
+    try:
+        previous = threading.stack_size(_STACK_BYTES)
+    except (ValueError, RuntimeError):  # a platform that fixes thread stacks
+        return work()
+    try:
+        worker = threading.Thread(target=body, name="stablehlo-layout", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    # Only the main thread may install signal handlers: SIGTERM is turned into
+    # the Ctrl-C path below, so the worker's clean-up (temporary files, XLA's
+    # dump folder for --as-compiled) runs for it too.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _term_as_interrupt)
+    # Wait on an event, not on join(): a join cut short by Ctrl-C may report
+    # the thread finished while it still runs.
+    while not done.is_set():
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            # Signals reach the main thread only: hand Ctrl-C to the worker, whose
+            # handlers remove temporary files and turn it into exit code 130.
+            _raise_in(worker, KeyboardInterrupt)
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def _term_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def _raise_in(thread: threading.Thread, error: type[BaseException]) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0), ctypes.py_object(error))
+
+
 def run() -> NoReturn:
     """The console command: ``main`` as a short-lived process.
 
@@ -281,7 +448,7 @@ def run() -> NoReturn:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except BrokenPipeError:  # the reader went away (`| head`): nothing left to tell it
+    except OSError:  # the reader went away (`| head`) or the device is full: already reported
         pass
     os._exit(code)
 

@@ -127,7 +127,7 @@ def with_entry_layout_modes(module: ir.Module, entry_layouts: str) -> ir.Module:
     return clone
 
 
-_POSITION = re.compile(r'loc\("-":(\d+):(\d+)\)')
+_POSITION = re.compile(r'loc\("[^"]*":(\d+):(\d+)\)')
 
 
 def _check_ops_known(module: ir.Module, path: str) -> None:

@@ -1,7 +1,8 @@
 """Errors the package reports to users.
 
-Two kinds: the input could not be read (`InputError`, rendered like a compiler
-diagnostic so editors can jump to it), or the pass found something it cannot
+Two kinds: the input could not be read or an output not written (`InputError`
+and its `OutputError`, rendered like a compiler diagnostic so editors can jump
+to it), or the pass found something it cannot
 handle inside a module that did load (`PassError`).
 """
 
@@ -39,6 +40,10 @@ class InputError(Exception):
             if self.col is not None:
                 where += f":{self.col}"
         return f"{where}: error: {_one_line(self.reason)}"
+
+
+class OutputError(InputError):
+    """An output (``-o``, ``--html``, stdout) could not be written: one line, like an input error."""
 
 
 class PassError(Exception):

@@ -18,6 +18,7 @@ from typing import Any
 
 from . import layout as L
 from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
+from .errors import PassError
 from .graph import Graph, Value, shape_text
 from .propagation import Assignment, CopyGroup, Engine, copy_groups
 from .sources import Source, entry_parameter_key
@@ -118,7 +119,7 @@ class CopyReport:
     dst: L.Layout
     producer: dict[str, Any]
     consumers: list[dict[str, Any]]
-    bytes: int
+    bytes: int | None  # None: a dynamic shape, size unknown until run time
     loop_trips: list[int | None]  # one entry per enclosing loop, innermost first
     consumer_chain: list[Link]
     producer_chain: list[Link]
@@ -127,6 +128,9 @@ class CopyReport:
     fix: Fix | None
     fix_note: str = ""
     edges: tuple[tuple[int, int], ...] = ()  # (consumer instruction, operand) it serves
+    # One chain per consumer, in ``consumers`` order (``consumer_chain`` is the first):
+    # consumers that share a copy may want its layout for different reasons.
+    consumer_chains: list[list[Link]] = field(default_factory=list)
 
     @property
     def in_loop(self) -> bool:
@@ -134,20 +138,25 @@ class CopyReport:
 
     @property
     def total_bytes(self) -> int | None:
-        """Bytes moved per execution of the whole program, None when a trip count is unknown."""
-        if any(t is None for t in self.loop_trips):
+        """Bytes moved per execution of the whole program, None when a trip count or the size is unknown."""
+        if self.bytes is None or any(t is None for t in self.loop_trips):
             return None
         return self.bytes * math.prod(t for t in self.loop_trips if t is not None)
 
     def explain(self) -> str:
         return render_copy(self)
 
+    def chains(self) -> list[list[Link]]:
+        return self.consumer_chains or [self.consumer_chain] * len(self.consumers)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index, "shape": self.shape,
             "from": {"minor_to_major": L.format_layout(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
             "to": {"minor_to_major": L.format_layout(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
-            "producer": self.producer, "consumers": self.consumers,
+            "producer": self.producer,
+            "consumers": [{**c, "chain": [x.to_json() for x in chain]}
+                          for c, chain in zip(self.consumers, self.chains())],
             "cost": {"bytes_per_copy": self.bytes, "in_loop": self.in_loop,
                      "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes},
             "consumer_chain": [x.to_json() for x in self.consumer_chain],
@@ -176,7 +185,13 @@ class Explanation:
 
     @property
     def total_bytes(self) -> int:
-        return sum(c.bytes for c in self.copies)
+        """Bytes of the copies whose size is known (see ``unknown_size``)."""
+        return sum(c.bytes for c in self.copies if c.bytes is not None)
+
+    @property
+    def unknown_size(self) -> int:
+        """Copies of dynamically shaped values: their bytes are not in any total."""
+        return sum(1 for c in self.copies if c.bytes is None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,6 +199,7 @@ class Explanation:
             "copies": [c.to_json() for c in self.copies],
             "summary": {
                 "copies": len(self.copies), "bytes": self.total_bytes,
+                "copies_of_unknown_size": self.unknown_size,
                 "by_reason": [{"reason": r, "why": rule_text(r), "copies": n, "bytes": b}
                               for r, (n, b) in sorted(self.by_reason.items())],
                 "parameters": [{"index": p.index,
@@ -202,10 +218,9 @@ class Explanation:
 # --- describing graph objects ------------------------------------------------
 
 
-def value_bytes(v: Value) -> int:
-    if not v.is_array or any(d is None for d in v.dims):
-        return 0
-    return math.prod(v.dims) * L.element_bytes(v.element)  # type: ignore[arg-type]
+def value_bytes(v: Value) -> int | None:
+    """Bytes a copy of ``v`` moves: None (unknown) for a dynamically shaped array."""
+    return L.array_bytes(v.element, v.dims) if v.is_array else 0
 
 
 def describe_value(g: Graph, vid: int) -> str:
@@ -277,7 +292,10 @@ def _subject_location(g: Graph, f: Origin) -> str:
 def _source_key(g: Graph, ins: Any) -> str:
     if ins.op == "parameter" and g.comps[ins.comp].is_entry:
         return entry_parameter_key(ins.attrs["number"])
-    return "" if ins.op in ("root", "parameter") else ins.loc
+    if ins.op in ("root", "parameter"):
+        return ""
+    # A name over a call site reads "name (file:line:col)": the table is keyed by the name.
+    return ins.loc.split(" (", 1)[0]
 
 
 def _with_source(entry: dict[str, Any], sources: Mapping[str, Source] | None, g: Graph, ins: Any) -> dict[str, Any]:
@@ -296,10 +314,9 @@ def source_rule(c: Constraint | None) -> str:
 
 
 def _constant(g: Graph, vid: int) -> int | None:
-    v = g.values[vid]
-    ins = g.instrs[v.producer]
-    if ins.op == "parameter" and "capture" in ins.attrs:
-        return _constant(g, ins.attrs["capture"])
+    ins = g.instrs[g.values[vid].producer]
+    while ins.op == "parameter" and "capture" in ins.attrs:  # through every enclosing region
+        ins = g.instrs[g.values[ins.attrs["capture"]].producer]
     return ins.attrs.get("scalar")
 
 
@@ -404,8 +421,9 @@ def rerun(a: Assignment, params: list[Any], results: list[Any]) -> Assignment:
 
 
 def _copy_bytes(a: Assignment) -> tuple[int, int]:
+    """(copies, bytes of those whose size is known): what a fix is measured by."""
     groups = copy_groups(a)
-    return len(groups), sum(value_bytes(a.graph.values[c.value]) for c in groups)
+    return len(groups), sum(value_bytes(a.graph.values[c.value]) or 0 for c in groups)
 
 
 def _edges(a: Assignment) -> set[tuple[int, int]]:
@@ -422,7 +440,7 @@ class _Fixer:
     def __init__(self, a: Assignment, max_reruns: int) -> None:
         self.a = a
         self.base = _copy_bytes(a)
-        self.cache: dict[tuple[str, int], Assignment] = {}
+        self.cache: dict[tuple[str, int], Assignment | None] = {}
         self.max_reruns = max_reruns
         self.skipped = 0
 
@@ -446,7 +464,10 @@ class _Fixer:
                 i = g.instrs[g.values[node.target[0]].producer].attrs["number"]
                 if self._pinned(g.entry_param_modes, i):
                     out.append(("auto-parameter", i, "auto"))
-                    out.append(("pin-parameter", i, group.dst))
+                    # Pinning to the consumer's layout only means something for the
+                    # parameter the copy reads, not one further up the chain.
+                    if g.values[node.target[0]].buffer == g.values[group.value].buffer:
+                        out.append(("pin-parameter", i, group.dst))
         child = None
         for node in _ancestry(group.edges[0].demand):
             if node.rule == "entry-result":
@@ -456,10 +477,13 @@ class _Fixer:
                            if g.instrs[e.consumer].op == "root" and g.comps[g.instrs[e.consumer].comp].is_entry]
                 if child is not None and child.kind == BUFFER:
                     results += self._results_of(child.target[0])
+                root = g.instrs[g.comps[g.entry].root]  # type: ignore[index]
                 for i in dict.fromkeys(results):
                     if self._pinned(g.entry_result_modes, i):
                         out.append(("auto-result", i, "auto"))
-                        out.append(("pin-result", i, self.a.layouts[group.value]))
+                        # The producer's layout fits only the result that is the copied value.
+                        if g.values[root.operands[i]].buffer == g.values[group.value].buffer:
+                            out.append(("pin-result", i, self.a.layouts[group.value]))
             child = node
         return list({(c, i): (c, i, m) for c, i, m in out}.values())
 
@@ -472,7 +496,11 @@ class _Fixer:
             g = self.a.graph
             params, results = list(g.entry_param_modes), list(g.entry_result_modes)
             (params if change.endswith("parameter") else results)[i] = mode
-            self.cache[key] = rerun(self.a, params, results)
+            try:
+                self.cache[key] = rerun(self.a, params, results)
+            except PassError:
+                # A what-if the pass rejects is no fix; the report itself must not fail.
+                self.cache[key] = None
         return self.cache[key]
 
     def best(self, group: CopyGroup) -> tuple[Fix | None, str]:
@@ -480,9 +508,11 @@ class _Fixer:
         found: list[Fix] = []
         unchecked = 0
         for change, i, mode in self.candidates(group):
+            if len(self.cache) >= self.max_reruns and (change, i) not in self.cache:
+                unchecked += 1
+                continue
             b = self.run(change, i, mode)
             if b is None:
-                unchecked += 1
                 continue
             removes = not (edges & _edges(b))
             count, nbytes = _copy_bytes(b)
@@ -539,6 +569,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
         demand = group.edges[0].demand
         producer_c = a.buffer_constraints.get(v.buffer)
         fix, note = fixer.best(group) if fixes else (None, "")
+        chains = [chain(g, e.demand, sources) for e in group.edges]
         reports.append(CopyReport(
             index=n,
             shape=shape_text(v),
@@ -553,18 +584,19 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
                        for e in group.edges],
             bytes=value_bytes(v),
             loop_trips=loop_trips(g, group.edges[0].consumer),
-            consumer_chain=chain(g, demand, sources),
+            consumer_chain=chains[0],
             producer_chain=chain(g, producer_c, sources),
             verdict=verdict(a, group),
             reason=source_rule(demand),
             fix=fix,
             fix_note=note,
             edges=tuple((e.consumer, e.operand) for e in group.edges),
+            consumer_chains=chains,
         ))
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:
         n, b = by_reason.get(r.reason, (0, 0))
-        by_reason[r.reason] = (n + 1, b + r.bytes)
+        by_reason[r.reason] = (n + 1, b + (r.bytes or 0))
     return Explanation(a.target.name, a.entry_mode, reports, _parameter_costs(a, fixer, reports), by_reason)
 
 
@@ -587,7 +619,7 @@ def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) ->
             out.append(ParameterCost(i, lay, True, 0, 0))
         else:
             b = fixer.run("auto-parameter", i, "auto")
-            if b is None:
+            if b is None:  # budget spent, or the pass rejected the what-if
                 out.append(ParameterCost(i, lay, True, None, None))
             else:
                 count, nbytes = _copy_bytes(b)
@@ -598,8 +630,10 @@ def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) ->
 # --- rendering -----------------------------------------------------------------
 
 
-def fmt_bytes(n: int) -> str:
+def fmt_bytes(n: int | None) -> str:
     """Exact bytes while they are easy to read, binary units beyond."""
+    if n is None:
+        return "unknown bytes (dynamic shape)"
     if n < 10 * 1024:
         return f"{n} B"
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
@@ -633,7 +667,9 @@ def render_copy(r: CopyReport) -> str:
     if len(r.consumers) > 1:
         lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
                      "one copy serves them all")
-    if r.in_loop:
+    if r.in_loop and r.bytes is None:
+        lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration")
+    elif r.in_loop:
         if r.total_bytes is None:
             lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
         else:
@@ -642,14 +678,19 @@ def render_copy(r: CopyReport) -> str:
                          f"{fmt_bytes(r.total_bytes)} per execution")
     else:
         lines.append(f"  cost: {fmt_bytes(r.bytes)} per execution")
-    lines.append(f"  the consumer wants {L.format_layout(r.dst)} because:")
-    lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.consumer_chain))
+    chains = r.chains()
+    for k, links in enumerate(chains):
+        who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
+        lines.append(f"  {who} wants {L.format_layout(r.dst)} because:")
+        lines.extend(_render_link(x, i == 0) for i, x in enumerate(links))
     lines.append(f"  the producer has {L.format_layout(r.src)} because:")
     lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.producer_chain))
     lines.append(f"  why the producer kept its layout: {r.verdict}")
     if r.fix is not None:
         f = r.fix
-        gain = f"{f.copies_delta:+d} cop{'y' if abs(f.copies_delta) == 1 else 'ies'}, {f.bytes_delta:+d} B"
+        gain = f"{f.copies_delta:+d} cop{'y' if abs(f.copies_delta) == 1 else 'ies'}"
+        if r.bytes is not None:  # a dynamic shape's bytes are in no total
+            gain += f", {f.bytes_delta:+d} B"
         took = f"; the {'parameter' if f.change.endswith('parameter') else 'result'} would take " \
                f"{L.format_layout(f.new_layout)}" if f.new_layout is not None else ""
         lines.append(f"  fix: {f.description}: {gain} overall{took} (checked by running the pass again)")
@@ -660,8 +701,11 @@ def render_copy(r: CopyReport) -> str:
 
 def render_summary(e: Explanation) -> str:
     known = sum(c.total_bytes for c in e.copies if c.total_bytes is not None)
-    unknown = [c for c in e.copies if c.total_bytes is None]
+    unknown = [c for c in e.copies if c.total_bytes is None and c.bytes is not None]
     moved = f"{fmt_bytes(known)} moved per execution"
+    if e.unknown_size:
+        moved += (f", plus {e.unknown_size} cop{'y' if e.unknown_size == 1 else 'ies'} of dynamically "
+                  "shaped values (unknown bytes)")
     if unknown:
         moved += (f", plus {len(unknown)} cop{'y' if len(unknown) == 1 else 'ies'} in loops of unknown trip "
                   f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")

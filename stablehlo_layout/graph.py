@@ -19,7 +19,8 @@ except locations, which are immutable and formatted only when read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+import re
+from typing import Any
 
 from .layout import ArrayShape, Dims, Layout
 
@@ -48,10 +49,29 @@ class Value:
         self.rank, self.is_array = len(dims), kind == ARRAY
 
 
-# Turns a location the importer left unformatted into text (set by the
-# importer; formatting every op's location up front costs more than the rest
-# of the import, and only errors and explanations read them).
-location_text: Callable[[Any], str] = str
+_LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
+_FILE_POSITION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+
+
+def location_text(loc: Any) -> str:
+    """A short human form of an MLIR location (or its printed ``loc(...)`` text).
+
+    A file position reads ``file:line:col``; a name (an HLO instruction) reads
+    as the name; a name over a source position (what ``jax.export`` writes:
+    the op's name over the call site of the user's code) reads
+    ``name (file:line:col)``, the innermost frame being the user's line.
+    Formatting is lazy (``Instruction.loc``): doing it for every op up front
+    costs more than the rest of the import, and only errors and reports read it.
+    """
+    text = str(loc)
+    m = _LOCATION.match(text)
+    if not m:
+        return text[4:-1] if text.startswith("loc(") else text
+    name, line, col = m.groups()
+    if line:
+        return f"{name}:{line}:{col}"
+    inner = _FILE_POSITION.search(text, m.end())
+    return f"{name} ({inner.group(1)}:{inner.group(2)}:{inner.group(3)})" if inner else name
 
 
 @dataclass(slots=True)
@@ -107,6 +127,7 @@ class Graph:
     entry_aliases: list[tuple[int, int]] = field(default_factory=list)
     unknown_ops: dict[str, int] = field(default_factory=dict)
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
+    region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
         vid = len(self.values)
@@ -124,12 +145,17 @@ class Graph:
 
     def leaves(self, vid: int) -> list[int]:
         """The array/token leaves of a value: itself, or a tuple's elements flattened."""
-        v = self.values[vid]
-        if v.elements is None:
+        if self.values[vid].elements is None:
             return [vid]
         out: list[int] = []
-        for e in v.elements:
-            out.extend(self.leaves(e))
+        pending = [vid]  # depth-first, left to right, without recursion
+        while pending:
+            v = pending.pop()
+            elements = self.values[v].elements
+            if elements is None:
+                out.append(v)
+            else:
+                pending.extend(reversed(elements))
         return out
 
     def value_name(self, vid: int) -> str:

@@ -29,9 +29,7 @@ of ``explain.TRACE_WORDS``, filled here or by the page, or text explain wrote
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections import deque
 from dataclasses import dataclass
 from importlib import resources
@@ -441,7 +439,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
             text = W["no-explanation"]
         n, b = by_reason.get(reason, (0, 0))
-        by_reason[reason] = (n + 1, b + nbytes)
+        by_reason[reason] = (n + 1, b + (nbytes or 0))  # None: a dynamic shape's unknown size
         shape = shape_text(v)
         head = W["copy-title"].format(k=k, shape=shape, src=_fmt(src), dst=_fmt(group.dst))
         per_run = W["copy-per-run"].format(bytes=fmt_bytes(total)) if total is not None and trips else ""
@@ -566,16 +564,8 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
 
 def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
                      *, input_name: str | None = None) -> None:
-    """Write ``render_trace_html(...)`` to ``path`` atomically (UTF-8)."""
+    """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
+    from .output import write_output
+
     text = render_trace_html(graph, assignment, explanation, title, input_name=input_name)
-    directory = os.path.dirname(os.path.abspath(path)) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".stablehlo-layout-", suffix=".html", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_output(path, text.encode("utf-8"))

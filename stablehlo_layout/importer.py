@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Generator
 from typing import Any
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers only
 
-from . import graph as _graph
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, shape_text
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, location_text, shape_text
 from .hlo_metadata import PASS_CREATED
 from .rules import rule_for
 
@@ -49,17 +49,6 @@ class Handles:
     inlined: set[str] = field(default_factory=set)
 
 
-def location_text(loc: ir.Location) -> str:
-    """A short human form of an MLIR location: a NameLoc's name, or file:line:col."""
-    text = str(loc)
-    m = re.match(r'loc\("([^"]*)"(?::(\d+):(\d+))?', text)
-    if not m:
-        return text[4:-1] if text.startswith("loc(") else text
-    name, line, col = m.groups()
-    return f"{name}:{line}:{col}" if line else name
-
-
-_graph.location_text = location_text
 
 # Ops whose attributes the rules read (by the name after the dialect prefix);
 # every other op contributes no attributes and is not asked.
@@ -269,6 +258,8 @@ class _Importer:
         self.op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
+        self.func_of: list[str] = []  # by computation id: the function whose body holds it
+        self.depth: list[int] = []  # by computation id: 1 for a function body, +1 per region
         # Per computation: captured outer value id -> local parameter value id.
         self.captured: dict[int, dict[int, int]] = {}
         self.value_comp: list[int] = []
@@ -312,20 +303,40 @@ class _Importer:
         return ins
 
     def _alias(self, dst: int, src: int) -> None:
-        d, s = self.g.values[dst], self.g.values[src]
-        d.buffer = s.buffer
-        if d.elements is not None and s.elements is not None:
-            for a, b in zip(d.elements, s.elements):
-                self._alias(a, b)
+        pairs = [(dst, src)]
+        while pairs:
+            d, s = (self.g.values[i] for i in pairs.pop())
+            d.buffer = s.buffer
+            if d.elements is not None and s.elements is not None:
+                pairs.extend(zip(d.elements, s.elements))
 
     def _capture(self, vid: int, comp: int) -> int:
-        """Make an outer value visible in ``comp`` as a parameter, as XLA's export does."""
-        local = self.captured.setdefault(comp, {})
-        if vid in local:
-            return local[vid]
-        parent = self.comp_parent[comp]
-        assert parent is not None
-        outer = vid if self.value_comp[vid] == parent else self._capture(vid, parent)
+        """Make an outer value visible in ``comp`` as a parameter, as XLA's export does.
+
+        Every region between the value's computation and ``comp`` gets its own
+        parameter, outermost first; regions nest arbitrarily deep, so the
+        levels are found by a loop, not by recursion.
+        """
+        missing: list[int] = []  # computations still without the value, innermost first
+        c = comp
+        while True:
+            local = self.captured.setdefault(c, {})
+            if vid in local:
+                outer = local[vid]
+                break
+            missing.append(c)
+            parent = self.comp_parent[c]
+            assert parent is not None
+            if self.value_comp[vid] == parent:
+                outer = vid
+                break
+            c = parent
+        for c in reversed(missing):
+            outer = self._capture_one(vid, outer, c)
+        return outer
+
+    def _capture_one(self, vid: int, outer: int, comp: int) -> int:
+        """The parameter of ``comp`` that shows ``outer`` (its parent's view of ``vid``)."""
         c = self.g.comps[comp]
         caller = self.g.instrs[c.caller]  # type: ignore[index]
         if not caller.captures:
@@ -343,7 +354,7 @@ class _Importer:
         p.results.append(pv)
         c.params.append(p.id)
         c.instrs.insert(len(c.params) - 1, p.id)
-        local[vid] = pv
+        self.captured[comp][vid] = pv
         return pv
 
     # -- structure -----------------------------------------------------------
@@ -353,6 +364,13 @@ class _Importer:
         if not funcs:
             raise PassError("the module has no func.func to assign layouts to")
         entry_name = _entry_name(funcs)
+        # Private functions nothing reachable calls are not part of the program:
+        # XLA's HLO->StableHLO conversion leaves a loop's body and condition
+        # behind as functions although the while holds them inline.  XLA lays
+        # out only what the entry reaches; so does the pass, and leaves them as written.
+        unreached = _unreached_private(funcs, entry_name) if len(funcs) > 1 else set()
+        if unreached:
+            funcs = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value not in unreached]
         inlined: set[str] = set()
         # Most modules call nothing, so the walk first assumes that and stops
         # at the first call it meets; only then are calls flattened (one more
@@ -360,7 +378,8 @@ class _Importer:
         if self.inline and not self.optimistic:
             with self.module.context:
                 inlined = _flatten_calls(funcs, entry_name)
-            funcs = [op for op in body.operations if op.operation.name == "func.func"]
+            funcs = [op for op in body.operations if op.operation.name == "func.func"
+                     and ir.StringAttr(op.attributes["sym_name"]).value not in unreached]
         self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
         self.h.inlined = inlined
         for name, f in self.funcs.items():
@@ -376,7 +395,7 @@ class _Importer:
             if len(f.regions[0].blocks) == 0:
                 continue  # a declaration: nothing to lay out
             self.scope = name
-            self._walk_region(f.regions[0], cid)
+            _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
         # The walk read through the copies an earlier run inserted; the rewrite
@@ -391,9 +410,16 @@ class _Importer:
         cid = len(self.g.comps)
         self.g.comps.append(Computation(cid, name, kind, [], -1, [], caller))
         self.comp_parent[cid] = parent
+        self.func_of.append(name if parent is None else self.func_of[parent])
+        self.depth.append(1 if parent is None else self.depth[parent] + 1)
+        self.g.region_depth = max(self.g.region_depth, self.depth[-1])
         return cid
 
-    def _walk_region(self, region: ir.Region, cid: int) -> None:
+    # The walk nests as deep as the module's regions and inlined calls do.  Its
+    # steps are generators that yield the walk of a nested region or callee
+    # and receive its result; ``_drive`` runs them on an explicit stack, so
+    # depth costs memory, not Python's recursion limit.
+    def _walk_region(self, region: ir.Region, cid: int) -> Walk:
         g = self.g
         comp = g.comps[cid]
         self.h.regions[cid] = region
@@ -403,7 +429,7 @@ class _Importer:
             p.results.append(self._new_value(arg, arg.type, p.id, n, cid))
             comp.params.append(p.id)
             comp.instrs.append(p.id)
-        results = self._walk_ops(block, cid)
+        results = yield self._walk_ops(block, cid)
         if results is not None:
             terminator, root_operands = results
             self.h.terminators[cid] = terminator
@@ -414,7 +440,7 @@ class _Importer:
         comp.root = root.id
         comp.instrs.append(root.id)
 
-    def _walk_ops(self, block: ir.Block, cid: int) -> tuple[ir.Operation, list[int]] | None:
+    def _walk_ops(self, block: ir.Block, cid: int) -> Walk:
         """Import a block's ops into computation ``cid``; return its terminator's operands."""
         g = self.g
         comp = g.comps[cid]
@@ -439,7 +465,7 @@ class _Importer:
             if name == "func.call" and self.inline:
                 if self.optimistic:
                     raise _CallsToFlatten()
-                self._inline_call(op, cid, operands)
+                yield self._inline_call(op, cid, operands)
                 continue
             if name == "mhlo.copy" and COPY_MARK in op.attributes:
                 vid[op.results[0]] = operands[0]
@@ -473,11 +499,15 @@ class _Importer:
                     if len(region.blocks) == 0:
                         continue
                     kind = ("branch" if kinds is None else kinds[k]) if kinds != () else "apply"
-                    child = self._new_comp(f"{comp.name}.{name.split('.')[-1]}{ins.id}.{kind}{k}", kind, ins.id, cid)
+                    # Named after the function and the op's id alone (unique), not the
+                    # whole nesting path, which grows with depth: 10,000 nested loops
+                    # would spend gigabytes on names.
+                    child = self._new_comp(f"{self.func_of[cid]}.{name.split('.')[-1]}{ins.id}.{kind}{k}",
+                                           kind, ins.id, cid)
                     if not ins.callees:
                         ins.callees = []
                     ins.callees.append(child)  # type: ignore[union-attr]
-                    self._walk_region(region, child)
+                    yield self._walk_region(region, child)
             results = ins.results
             for r, res in enumerate(op.results):
                 t = res.type
@@ -505,7 +535,7 @@ class _Importer:
                         g.values[v].buffer = g.values[operands[r]].buffer
         return None
 
-    def _inline_call(self, op: ir.Operation, cid: int, operands: list[int]) -> None:
+    def _inline_call(self, op: ir.Operation, cid: int, operands: list[int]) -> Walk:
         """Import a callee's body in place of the call, as XLA's CallInliner does.
 
         The callee was cloned for this call site (``_flatten_calls``), so each
@@ -527,7 +557,7 @@ class _Importer:
         for arg, vid in zip(block.arguments, operands):
             self.vid[arg] = vid
             self.h.views.setdefault((vid, callee), []).append(arg)
-        found = self._walk_ops(block, cid)
+        found = yield self._walk_ops(block, cid)
         self.scope = caller_scope
         results = found[1] if found is not None else []
         for res, vid in zip(op.results, results):
@@ -603,18 +633,22 @@ def nested_ops(op: ir.Operation) -> list[ir.Operation]:
     """Every operation nested in ``op``, in pre-order (a list: a generator per
     op costs more than the walk itself on large modules)."""
     out: list[ir.Operation] = []
-
-    def walk(o: ir.Operation) -> None:
-        for region in o.regions:
-            for block in region.blocks:
-                for view in block.operations:
-                    inner = view.operation
-                    out.append(inner)
-                    if len(inner.regions):
-                        walk(inner)
-
-    walk(op)
+    # A stack of op iterators, one per open block: pre-order without recursion.
+    stack = [iter(_block_ops(op))]
+    while stack:
+        inner = next(stack[-1], None)
+        if inner is None:
+            stack.pop()
+            continue
+        out.append(inner)
+        if len(inner.regions):
+            stack.append(iter(_block_ops(inner)))
     return out
+
+
+def _block_ops(op: ir.Operation) -> list[ir.Operation]:
+    """The ops directly inside ``op``'s regions, in order."""
+    return [view.operation for region in op.regions for block in region.blocks for view in block.operations]
 
 
 COPY_NAME_PREFIX = "layout_copy("
@@ -630,6 +664,25 @@ COPY_MARK = "stablehlo_layout.inserted"
 CHOSEN_MARK = "stablehlo_layout.chosen"
 
 
+def _unreached_private(funcs: list[ir.Operation], entry: str) -> set[str]:
+    """Names of the private functions that no call reachable from ``entry`` names."""
+    by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
+    reached = {entry}
+    pending = [entry]
+    while pending:
+        f = by_name.get(pending.pop())
+        if f is None:
+            continue
+        for op in nested_ops(f.operation):
+            if op.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                if callee not in reached:
+                    reached.add(callee)
+                    pending.append(callee)
+    return {name for name, f in by_name.items() if name not in reached
+            and "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"}
+
+
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     """Give every call site its own copy of the callee (XLA's FlattenCallGraph).
 
@@ -641,15 +694,26 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     called: set[str] = set()
     counter: dict[str, int] = {}
 
-    def visit(name: str, stack: list[str]) -> None:
-        for op in nested_ops(by_name[name].operation):
+    def visit(start: str) -> None:
+        # Depth-first over call sites, as a recursion would go, on an explicit
+        # stack: call chains may be any depth.  ``path`` is the chain of
+        # (cloned) functions from ``start`` to the one being scanned.
+        path = [start]
+        on_path = {start}
+        stack = [iter(nested_ops(by_name[start].operation))]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                on_path.discard(path.pop())
+                continue
             if op.name != "func.call":
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             base = by_name.get(callee)
             if base is None or len(base.regions[0].blocks) == 0:
                 continue
-            if callee in stack:
+            if callee in on_path:
                 raise PassError(f"@{callee} calls itself; recursive calls cannot be inlined",
                                 location_text(op.location))
             target = callee
@@ -666,7 +730,9 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
                 by_name[target] = clone
                 op.attributes["callee"] = ir.FlatSymbolRefAttr.get(target)
             called.add(target)
-            visit(target, stack + [target])
+            path.append(target)
+            on_path.add(target)
+            stack.append(iter(nested_ops(by_name[target].operation)))
 
     # Start from the functions nobody calls: a callee reached first as a root
     # would be laid out twice.
@@ -675,7 +741,7 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
     roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):
-            visit(name, [name])
+            visit(name)
     return called
 
 
@@ -769,6 +835,25 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
             where,
         )
     return lay
+
+
+Walk = Generator["Walk", Any, Any]
+
+
+def _drive(walk: Walk) -> Any:
+    """Run a walk and every nested walk it yields, innermost first; return its result."""
+    stack = [walk]
+    sent: Any = None
+    while stack:
+        try:
+            inner = stack[-1].send(sent)
+        except StopIteration as done:
+            stack.pop()
+            sent = done.value
+            continue
+        stack.append(inner)
+        sent = None
+    return sent
 
 
 class _CallsToFlatten(Exception):

@@ -266,6 +266,10 @@ class JaxAnalysis:
     xla_entry_params: list[Layout | None] | None = None
     xla_entry_results: list[Layout | None] | None = None
     mismatches: list[str] = field(default_factory=list)
+    # What verify=True compared, one sentence each; empty when nothing was.
+    # Only entry layouts are compared: XLA's compiled executable does not say
+    # which copies its layout pass made, so copies are never claimed to agree.
+    compared: list[str] = field(default_factory=list)
     context: Any = None  # the MLIR context the module lives in (kept alive with it)
 
     # -- the numbers -------------------------------------------------------
@@ -341,21 +345,29 @@ class JaxAnalysis:
                 fix = c.fix.description
             else:
                 fix = c.fix_note or "-"
-            rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}", str(c.bytes),
+            rows.append([f"#{c.index}", c.shape, f"{_fmt(c.src)} -> {_fmt(c.dst)}",
+                         "unknown" if c.bytes is None else str(c.bytes),
                          f"{c.producer['value']}{_source_text(c.producer)} -> {consumers}",
                          f"{rule_text(c.reason)} ({c.reason})", fix])
         return head, rows
 
     def _headline(self) -> str:
         n = len(self.copies)
-        total = sum(c.bytes for c in self.copies)
+        total = sum(c.bytes for c in self.copies if c.bytes is not None)
         line = (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {total} B "
                 f"(target {self.target}, entry layouts {self.entry_layouts})")
-        if self.verified is True:
-            line += "; entry layouts verified against XLA"
-        elif self.verified is False:
-            line += f"; {len(self.mismatches)} entry layout(s) differ from XLA"
+        if self.verified is not None:
+            n = len(self.params) + len(self.results)
+            agree = n - len([m for m in self.mismatches if not m.startswith("XLA reports")])
+            line += (f"; entry layouts: {agree} of {n} as {self._compiler} compiled them"
+                     if self.verified else f"; {len(self.mismatches)} entry layout(s) differ from {self._compiler}")
+            line += " (copies not compared)"
         return line
+
+    @property
+    def _compiler(self) -> str:
+        text = self.compared[0] if self.compared else ""
+        return text.split(" compiled by ", 1)[1].split(" ", 1)[0] if " compiled by " in text else "XLA"
 
     def __repr__(self) -> str:
         out = [self._headline(), ""]
@@ -364,6 +376,8 @@ class JaxAnalysis:
             out += [""] + _text_table(*self._copy_rows())
         else:
             out += ["", "no copies"]
+        for c in self.compared:
+            out.append(f"compared: {c}")
         for m in self.mismatches:
             out.append(f"mismatch: {m}")
         for w in self.warnings:
@@ -382,6 +396,8 @@ class JaxAnalysis:
             parts.append("</tbody></table>")
         if not self.copies:
             parts.append("<p>no copies</p>")
+        for c in self.compared:
+            parts.append(f"<p>compared: {e(c)}</p>")
         for m in self.mismatches:
             parts.append(f"<p>mismatch: {e(m)}</p>")
         parts.append("</div>")
@@ -475,6 +491,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
+    if sources is not None:
+        from .sources import name_by_instruction
+
+        name_by_instruction(result.assignment.graph)
     if as_compiled and compiled.note:
         result.warnings.append(compiled.note)
     explanation = explain(result.assignment, fixes=fixes, sources=sources)
@@ -520,6 +540,15 @@ def _verify(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats) -> N
     a.xla_entry_params = _xla_layouts(in_f)
     a.xla_entry_results = _xla_layouts(compiled.output_formats)
     platform = jax.devices()[0].platform
+    compiler = f"XLA:{platform.upper()}"
+    a.compared = [
+        f"{len(a.params)} entry parameter and {len(a.results)} entry result layouts, ours against "
+        f"those of the executable compiled by {compiler} with the same requested layouts",
+        "not compared: copies and the layouts of values inside the program (the executable does "
+        "not record them; compare with XLA's after_layout-assignment dump for that)",
+    ]
+    if not a.target.endswith(platform):
+        a.compared.append(f"note: our target is {a.target}, the compile ran on {platform}")
     a.mismatches = []
     for entries, xla in ((a.params, a.xla_entry_params), (a.results, a.xla_entry_results)):
         if len(entries) != len(xla):

@@ -300,6 +300,17 @@ def element_bytes(xla_element: str) -> int:
     return _BYTES.get(xla_element, 4)
 
 
+def array_bytes(xla_element: str, dims: Dims) -> int | None:
+    """Bytes an array of this shape occupies; None when a dimension is dynamic.
+
+    The one place bytes are counted: copy costs, fixes' deltas and the CPU
+    target's alignment rule all read it.
+    """
+    if any(d is None for d in dims):
+        return None
+    return math.prod(dims) * element_bytes(xla_element)  # type: ignore[arg-type]
+
+
 def format_layout(layout: Layout) -> str:
     return "{" + ",".join(map(str, layout)) + "}"
 

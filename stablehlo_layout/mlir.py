@@ -157,6 +157,39 @@ def final_text_bytes(module: ir.Module, debuginfo: bool = False) -> bytes:
     return text[:-2]
 
 
+# Below this many nested regions, MLIR's own teardown is quick.
+_DEEP = 64
+
+
+def discard(module: ir.Module | ir.Operation, depth: int) -> None:
+    """Empty a module whose regions nest ``depth`` deep, innermost ops first.
+
+    MLIR destroys a nested op by walking everything below it, at every level,
+    so dropping a 10,000-deep module cost 5 s.  Erasing the ops in reverse
+    pre-order (users before the values they read, children before parents)
+    makes each erase shallow.  Shallow modules are left to MLIR.
+    """
+    if depth < _DEEP:
+        return
+    top = module.operation
+    ops: list[ir.Operation] = []
+    stack = [iter(_children(top))]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        ops.append(op)
+        if len(op.regions):
+            stack.append(iter(_children(op)))
+    for op in reversed(ops):
+        op.erase()
+
+
+def _children(op: ir.Operation) -> list[ir.Operation]:
+    return [view.operation for region in op.regions for block in region.blocks for view in block.operations]
+
+
 def to_bytecode(module: ir.Module) -> bytes:
     """The module as MLIR bytecode."""
     buffer = io.BytesIO()
@@ -182,7 +215,7 @@ def read_input(path: str, ctx: ir.Context) -> ir.Module:
         raise InputError(path, "no such file") from None
     except OSError as error:
         raise InputError(path, _os_reason(error)) from None
-    return load(data, path, ctx)
+    return load(data, path, ctx, file=path)
 
 
 def _os_reason(error: OSError) -> str:
@@ -215,13 +248,16 @@ def _classify(data: bytes) -> tuple[str | None, str | None]:
 
 
 def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
-         hlo_sources: bool = False) -> ir.Module:
+         hlo_sources: bool = False, *, file: str | None = None) -> ir.Module:
     """Load any supported input kind into `ctx` as a verified module.
 
-    `path` only names the input in errors. Raises `InputError`.  With
-    `hlo_sources`, ops read from HLO text keep their HLO instruction names and
-    also carry the user's call stack from XLA's metadata as the name's child
-    location (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).
+    `path` only names the input in errors.  `file`, when `data` is that file's
+    contents, lets MLIR text be parsed from the file itself, so that its
+    locations name the file (`x.mlir:7:8`) and not the parser's anonymous
+    buffer (`-:7:8`).  With `hlo_sources`, ops read from HLO text keep their
+    HLO instruction names and also carry the user's call stack from XLA's
+    metadata as the name's child location
+    (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).  Raises `InputError`.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -236,6 +272,8 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
     if kind == HLO_TEXT and text is not None:
         return _load_hlo_text(text, path, ctx, hlo_sources)
     if kind == MLIR_TEXT and text is not None:
+        if file is not None and not data.startswith(b"\xef\xbb\xbf") and file != "-":
+            return _parse_file(file, path, ctx)  # verified by the parse
         return _parse(text, path, ctx, _text_locator)  # verified by the parse
     raise InputError(path, _UNKNOWN_INPUT)
 
@@ -375,6 +413,25 @@ def _parse(
         except ir.MLIRError as error:
             diagnostics = _from_mlir_error(error) or collected
             raise _input_error(path, diagnostics, error.message, locate, prefix) from None
+
+
+def _parse_file(file: str, path: str, ctx: ir.Context) -> ir.Module:
+    """MLIR text parsed from `file`: the parser names its buffer, and so every location, after it."""
+    buffer = re.escape(file.replace("\\", "\\\\").replace('"', '\\"'))
+    position = re.compile(rf'"{buffer}":(\d+):(\d+)')
+
+    def locate(location: str) -> tuple[int, int | None] | None:
+        match = position.search(location) or _FILE_POSITION.search(location)
+        if match is None or int(match.group(1)) == 0:
+            return None
+        return int(match.group(1)), int(match.group(2))
+
+    with _collected_errors(ctx) as collected:
+        try:
+            return ir.Module.parseFile(file, context=ctx)
+        except ir.MLIRError as error:
+            diagnostics = _from_mlir_error(error) or collected
+            raise _input_error(path, diagnostics, error.message, locate) from None
 
 
 def _verified(module: ir.Module, path: str, locate: _Locator) -> ir.Module:
@@ -776,7 +833,12 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
         for key, shapes, count in (("arg_attrs", param_shapes, len(ftype.inputs)),
                                    ("res_attrs", result_shapes, len(ftype.results))):
             if len(shapes) != count:
-                continue  # tuple-shaped entry: the converter flattened it differently
+                # A tuple-shaped parameter or result: the converter passes its leaves.
+                shapes = _leaves(shapes)
+            if len(shapes) != count:
+                raise InputError(path, f"entry_computation_layout has {len(shapes)} "
+                                 f"{'parameters' if key == 'arg_attrs' else 'results'}, the entry "
+                                 f"function {count}", 1)
             existing = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
             entries = []
             for i, shape in enumerate(shapes):
@@ -788,6 +850,21 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
                     values["mhlo.layout_mode"] = ir.StringAttr.get(mode)
                 entries.append(ir.DictAttr.get(values))
             main.attributes[key] = ir.ArrayAttr.get(entries)
+
+
+def _leaves(shapes) -> list:
+    """The array (and token) leaves of shapes, tuples flattened in order, without recursion."""
+    from .layout import TupleShape
+
+    out = []
+    pending = list(reversed(shapes))
+    while pending:
+        shape = pending.pop()
+        if isinstance(shape, TupleShape):
+            pending.extend(reversed(shape.elements))
+        else:
+            out.append(shape)
+    return out
 
 
 def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from jaxlib.mlir import ir
 
 from . import layout as L
+from .errors import PassError
 from .graph import ARRAY, Graph, Value, shape_text
 from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
@@ -166,18 +167,17 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
 
 def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value, scope: str) -> ir.Value:
     """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
-    if (v.id, scope) in current:
-        return current[(v.id, scope)]
-    views = h.views.get((v.id, scope))
-    if views:
-        return views[0]
-    handle = h.values[v.id]
-    if handle is not None:
-        return handle
-    # A capture parameter: the outer value, as seen from the enclosing level.
-    ins = g.instrs[v.producer]
-    outer = g.values[ins.attrs["capture"]]
-    return _visible(g, h, current, outer, scope)
+    while True:  # a loop, not recursion: captures chain through every enclosing region
+        if (v.id, scope) in current:
+            return current[(v.id, scope)]
+        views = h.views.get((v.id, scope))
+        if views:
+            return views[0]
+        handle = h.values[v.id]
+        if handle is not None:
+            return handle
+        # A capture parameter: the outer value, as seen from the enclosing level.
+        v = g.values[g.instrs[v.producer].attrs["capture"]]
 
 
 def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
@@ -191,19 +191,25 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
         return
     # An implicit capture: every use inside that region now reads the copy.
     comp, number = ins.attrs["capture_params"][e.operand - n_real]
-    region = h.regions[comp]
     param_value = g.instrs[g.comps[comp].params[number]].results[0]
     current[(param_value, ins.scope)] = new
-    copy_op = new.owner
     # The region may read the value through any MLIR value that shows it here
     # (a call that returned it twice has two results for it).
     olds = [old] + [x for x in h.views.get((e.value, ins.scope), ()) if x != old]
+    for iid, n in _reads_inside(g, param_value):
+        user = h.ops[iid]
+        if user is not None and any(user.operands[n] == x for x in olds):
+            user.operands[n] = new
+    if not h.inlined:
+        return
+    # A call inlined into the graph is no instruction of its own, yet its MLIR
+    # op reads the value: find such calls among the value's MLIR uses.
+    region = h.regions[comp]
+    copy_op = new.owner
     for source in olds:
         for use in list(source.uses):
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if owner == copy_op:
-                continue  # a copy placed inside the branch reads the outer value itself
-            if _inside(owner, region):
+            if owner.name == "func.call" and owner != copy_op and _inside(owner, region):
                 owner.operands[use.operand_number] = new
 
 
@@ -219,6 +225,24 @@ def _inside(owner: ir.Operation, region: ir.Region) -> bool:
         if parent is None or parent.name == "builtin.module":
             return False
         o = parent.operation if hasattr(parent, "operation") else parent
+
+
+def _reads_inside(g: Graph, param_value: int) -> list[tuple[int, int]]:
+    """(instruction, operand) pairs that read a capture parameter in its region or any
+    region nested in it (those read the outer MLIR value too, through their own
+    capture parameters).  The graph knows them; asking MLIR which uses of the
+    value lie inside the region would walk up the nesting once per use."""
+    out: list[tuple[int, int]] = []
+    pending = [param_value]
+    while pending:
+        for iid, n in g.values[pending.pop()].uses:
+            ins = g.instrs[iid]
+            if n < len(ins.operands):
+                out.append((iid, n))
+            else:
+                comp, number = ins.attrs["capture_params"][n - len(ins.operands)]
+                pending.append(g.instrs[g.comps[comp].params[number]].results[0])
+    return out
 
 
 def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
@@ -330,6 +354,26 @@ def _write_entry(module: ir.Operation, g: Graph, a: Assignment, h: Handles, cach
         res if len(res) == 1 else [ir.ArrayAttr.get(res)])
 
 
+def _kept_tiling(given: ir.Attribute | None, lay: L.Layout, key: str, i: int) -> ir.Attribute | None:
+    """A given ``mhlo.layout_mode`` with tiling (``"{1,0:T(8,128)}"``), kept as written.
+
+    The pass compares layouts by minor_to_major only, as XLA's does, so a tiled
+    pin stays what it was; writing back the bare minor_to_major would drop the
+    tiling silently.  A tiled layout the pass would have to change is refused.
+    """
+    if given is None or not isinstance(given, ir.StringAttr) or ":" not in given.value:
+        return None
+    try:
+        minor_to_major = L.parse_layout(given.value)
+    except ValueError:
+        return None
+    if minor_to_major != lay:
+        what = "parameter" if key == "arg_attrs" else "result"
+        raise PassError(f'{what} {i}: the tiled mhlo.layout_mode = "{given.value}" would become '
+                        f"{L.format_layout(lay)}; tiling cannot be carried to another layout")
+    return given
+
+
 def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: list[L.Layout | None],
                        given: list[L.Layout | None], cache: _Attrs) -> ir.Attribute:
     existing = list(ir.ArrayAttr(f.attributes[key])) if key in f.attributes else []
@@ -344,7 +388,8 @@ def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: 
         entries.pop(CHOSEN_MARK, None)  # an earlier run's mark: this run decides afresh
         lay = layouts[i] if i < len(layouts) else None
         if v.kind == ARRAY and lay is not None:
-            entries["mhlo.layout_mode"] = cache.string(L.format_layout(lay))
+            entries["mhlo.layout_mode"] = _kept_tiling(entries.get("mhlo.layout_mode"), lay, key, i) \
+                or cache.string(L.format_layout(lay))
             if i < len(given) and given[i] is None:
                 entries[CHOSEN_MARK] = cache.unit()
         out.append(ir.DictAttr.get(entries))

@@ -10,7 +10,6 @@ whatever a layout-constrained custom call or an entry pin demands later.
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 from .. import layout as L
@@ -35,9 +34,7 @@ _LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes la
 
 
 def _bytes(v: "Value") -> int:
-    if any(d is None for d in v.dims):
-        return 0
-    return math.prod(v.dims) * L.element_bytes(v.element)  # type: ignore[arg-type]
+    return L.array_bytes(v.element, v.dims) or 0  # a dynamic shape is not known to be aligned
 
 
 def _aligned(v: "Value") -> bool:

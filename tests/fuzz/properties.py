@@ -27,6 +27,10 @@ missing-copy  every edge whose producer and consumer layouts must agree does:
               boundary; LayoutConstraint results have their pinned layout;
 report        ``r.copies`` lists exactly the copies in the output, each with
               ``src != dst``;
+commands      what ``explain`` (with its what-if fixes), ``trace`` and
+              ``trace --html`` build never raises; explain reports exactly the
+              copies assign made, its JSON matches docs/explain.schema.json, every
+              fix it offers removes its copy, and the trace has one line per pop;
 execute       original and rewritten compute bit-identical results on CPU
               (``tests.support.equivalence``), with the original's outputs and
               each distinct rewritten text compiled only once.
@@ -235,8 +239,9 @@ class _Layouts:
             if op.operation.name == "func.func":
                 funcs[_str_attr(op.operation, "sym_name")] = op.operation
         self.funcs = funcs
+        self.live = _live_ops(top, funcs)
         # pass 1: op results from xla_shape
-        for op in nested_ops(top):
+        for op in self.live:
             if op.name in ("func.func", "func.return", "stablehlo.return"):
                 continue
             ranked = [r for r in op.results if _ranked(r.type)]
@@ -292,7 +297,7 @@ class _Layouts:
                     continue
                 self.of[a] = lay
         # while region arguments take the while's layouts
-        for op in nested_ops(top):
+        for op in self.live:
             if op.name == "stablehlo.while":
                 for region in op.regions:
                     for i, a in enumerate(region.blocks[0].arguments):
@@ -301,7 +306,7 @@ class _Layouts:
                             self.of[a] = lay
         # private function arguments: from their call sites (which must agree)
         sites: dict[str, list] = {}
-        for op in nested_ops(top):
+        for op in self.live:
             if op.name == "func.call":
                 callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
                 sites.setdefault(callee, []).append(op)
@@ -348,7 +353,7 @@ class _Layouts:
 
     def check(self, original_pins: dict[str, list[str | None]]) -> None:
         top = self.m.operation
-        for op in nested_ops(top):
+        for op in self.live:
             name = op.name
             where = f"{name} at {op.location}"
             if name == "mhlo.copy":
@@ -429,6 +434,35 @@ class _Layouts:
                 got = now[i] if i < len(now) else None
                 if got != want:
                     self.bad("contract", f"@main {kind} {i}: pinned {pin!r}, output says {got!r}")
+
+
+def _live_ops(top, funcs: dict) -> list:
+    """Every op of the functions the entry reaches, functions included, in walk order.
+
+    A private function nothing calls is not part of the program (the pass leaves
+    it as written, as XLA drops it): no property reads it.
+    """
+    main = funcs.get("main") or next(
+        (f for f in funcs.values() if _str_attr(f, "sym_visibility") in (None, "public")), None)
+    reached = set()
+    pending = [main] if main is not None else []
+    while pending:
+        f = pending.pop()
+        name = _str_attr(f, "sym_name")
+        if name in reached:
+            continue
+        reached.add(name)
+        for op in nested_ops(f):
+            if op.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+                if callee in funcs:
+                    pending.append(funcs[callee])
+    out = []
+    for name, f in funcs.items():
+        if name in reached or _str_attr(f, "sym_visibility") not in ("private",):
+            out.append(f)
+            out.extend(nested_ops(f))
+    return out
 
 
 def _pins(text: str) -> dict[str, list[str | None]]:
@@ -515,12 +549,73 @@ def check_target(text: str, mode: str, target: str, pins, seed: int, execute: bo
                                      "layout attributes changed: " + _first_sig_diff(s1, s3)))
     except Exception as e:  # noqa: BLE001
         fails.append(Failure("idempotence", target, "pass on its own output raised " + _short_exc(e)))
+    # Explain counts a copy per call site (XLA's flattened call graph); the
+    # output may hold fewer ops, where identical clones of a callee folded.
+    from stablehlo_layout.propagation import copy_groups
+
+    fails.extend(check_commands(text, target, mode, len(copy_groups(r.assignment))))
     # execution
     if execute and cache is not None:
         f = _bit_identical(text, out, seed, cache)
         if f:
             fails.append(Failure("execute", target, f))
     return fails, out
+
+
+_SCHEMA: list = []
+
+
+def _schema_validator():
+    if not _SCHEMA:
+        import json
+        import os
+
+        import jsonschema
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, "docs", "explain.schema.json")) as f:
+            schema = json.load(f)
+        _SCHEMA.append(jsonschema.Draft202012Validator(schema))
+    return _SCHEMA[0]
+
+
+def check_commands(text: str, target: str, mode: str, n_copies: int) -> list[Failure]:
+    """explain (with fixes, JSON against the schema), trace and trace --html, as the commands build them."""
+    import json
+
+    from stablehlo_layout.assignment import analyze
+    from stablehlo_layout.explain import explain, render_trace
+    from stablehlo_layout.html import render_trace_html
+
+    fails: list[Failure] = []
+    stage = "explain"
+    try:
+        m = mlir.load(text.encode(), "fuzz.mlir", context())
+        graph, a, _ = analyze(m, target, mode, trace=True, exact=True)
+        report = explain(a, fixes=True)
+        doc = json.loads(json.dumps(report.to_json()))
+        errors = sorted(_schema_validator().iter_errors(doc), key=lambda e: list(e.path))
+        if errors:
+            fails.append(Failure("explain", target, f"JSON does not match the schema: {errors[0].message}"))
+        if len(report.copies) != n_copies:
+            fails.append(Failure("explain", target, f"{len(report.copies)} copies explained, assign decided {n_copies}"))
+        for c in report.copies:
+            if c.fix is not None and not c.fix.removes:
+                fails.append(Failure("explain", target, f"copy #{c.index}: its fix does not remove it"))
+            if len(c.chains()) != len(c.consumers):
+                fails.append(Failure("explain", target, f"copy #{c.index}: not one chain per consumer"))
+        report.render()
+        stage = "trace"
+        pops = render_trace(a).count("\n  pop ")
+        if pops != len(a.trace or ()):
+            fails.append(Failure("trace", target, f"{pops} pop lines for {len(a.trace or ())} pops"))
+        stage = "html"
+        page = render_trace_html(graph, a, explain(a, fixes=False), "fuzz")
+        if not page.startswith("<!DOCTYPE html>"):
+            fails.append(Failure("html", target, "the page does not start with a doctype"))
+    except Exception as e:  # noqa: BLE001
+        fails.append(Failure(stage, target, "raised " + _short_exc(e)))
+    return fails
 
 
 def _bit_identical(original: str, rewritten: str, seed: int, cache: Cache) -> str | None:

@@ -403,8 +403,10 @@ func.func public @main(%x: tensor<i32>) -> tensor<i32> {
 ])
 def test_b10_uncalled_private_chain(target):
     out, _ = _assign(B10_UNCALLED_CHAIN, target)
-    assert "layout1" not in out, out
-    assert out.count("xla_shape") == 3, out  # broadcast and the two calls
+    assert "layout1" not in out and ".site" not in out, out
+    # Nothing reachable from @main calls the chain: it is not part of the
+    # program and is left as written (issue 15: XLA lays out only what the entry reaches).
+    assert out.count("xla_shape") == 0, out
 
 
 # Found by the long run (seed 3920, xla-cpu): @f returns one value twice, the

@@ -321,7 +321,7 @@ def test_seed_page_in_a_browser(browser, tmp_path):
     badges = b.texts("#badges .badge")
     assert {"result", "priority 3", "mandatory", "dfs (front)", "rule: entry-result"} <= set(badges)
     assert b.texts("#derived li") == [
-        f"+ result of stablehlo.negate at {SEED}:8:8 = {{1,0}}  [buffer; consumer-demand; derived, priority 0]"]
+        f"+ result of stablehlo.negate at {ROOT / SEED}:8:8 = {{1,0}}  [buffer; consumer-demand; derived, priority 0]"]
     assert "POPPED" in _node_text(b, "root") and "popped" in _node_classes(b, "root")
     param = _node_text(b, "parameter")
     assert "[PINNED]" in param and "f32[16,4] {1,0}" in param and "pinned" in _node_classes(b, "parameter")
@@ -329,7 +329,7 @@ def test_seed_page_in_a_browser(browser, tmp_path):
     assert "\u0394 f32[4,16] {1,0}" in negate and "DERIVED" in negate and "CHANGED" in negate
     assert "f32[4,16] {?}" in _node_text(b, "stablehlo.transpose")  # nothing set yet
     changed = b.texts("#changed li")
-    assert f"\u0394 result of stablehlo.negate at {SEED}:8:8: unset \u2192 {{1,0}}" in changed
+    assert f"\u0394 result of stablehlo.negate at {ROOT / SEED}:8:8: unset \u2192 {{1,0}}" in changed
     assert b.text("#dsize") == "(2 waiting)"
 
     # Next button to pop 6: the transpose wants {0,1} from the pinned parameter.
@@ -337,19 +337,19 @@ def test_seed_page_in_a_browser(browser, tmp_path):
         b.click("#b-next")
     assert b.js("traceState().step") == 6
     assert b.text("#pop") == pops[5] == (
-        f"pop 6: operand 0 of stablehlo.transpose at {SEED}:7:8 = {{0,1}}  "
+        f"pop 6: operand 0 of stablehlo.transpose at {ROOT / SEED}:7:8 = {{0,1}}  "
         "[operand; transpose-bitcast; derived, dfs, priority 0]")
     assert {"operand", "priority 0", "derived (not mandatory)", "dfs (front)", "rule: transpose-bitcast"} <= set(
         b.texts("#badges .badge"))
     assert "the layout that makes the transpose a bitcast" in b.text("#origin")
-    assert f"\u2190 result of stablehlo.transpose at {SEED}:7:8 = {{1,0}}" in b.text("#origin")
+    assert f"\u2190 result of stablehlo.transpose at {ROOT / SEED}:7:8 = {{1,0}}" in b.text("#origin")
     assert "\u2260 wants {0,1}" in b.texts("#world .wl")
     assert b.js("document.querySelectorAll('#world path.e.want.hot').length") == 1
     assert "POPPED" in _node_text(b, "stablehlo.transpose")
     assert "f32[16,4] {1,0}" in _node_text(b, "parameter")
     # The deque as the engine had it: the transpose's own result, then the parameter seed.
     front = b.texts("#dfront li")
-    assert front[0].startswith(f"result of stablehlo.transpose at {SEED}:7:8 = {{1,0}}  [buffer; transpose-bitcast")
+    assert front[0].startswith(f"result of stablehlo.transpose at {ROOT / SEED}:7:8 = {{1,0}}  [buffer; transpose-bitcast")
     assert front[1].startswith("parameter 0 of @main = {1,0}  [buffer; entry-parameter; mandatory")
     sizes = [len(s) for s in deque_states(a.trace)]
     assert b.text("#dsize") == f"({sizes[5]} waiting)"
