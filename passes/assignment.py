@@ -19,18 +19,19 @@ class LayoutAssignmentPass:
 
     target: str = "generic"
     entry_layouts: str = "default"
+    gpu: str | None = None  # the device of target=xla-gpu: a shipped GPU name or a config file
 
     NAME: ClassVar[str] = "stablehlo-layout-assignment"
 
     def __post_init__(self) -> None:
-        get_target(self.target)  # an unknown target fails when the pipeline is built
+        get_target(self.target, self.gpu)  # an unknown target or GPU fails when the pipeline is built
         if self.entry_layouts not in ("default", "free"):
             raise PassError(f"entry-layouts must be default or free, not {self.entry_layouts!r}")
 
     def __call__(self, op: ir.Operation, pass_: object) -> None:
         # Handles from an earlier run are dead here: the importer walks afresh.
         try:
-            result = assign_module(op, self.target, self.entry_layouts)
+            result = assign_module(op, self.target, self.entry_layouts, gpu=self.gpu)
         except PassError as e:
             op.emit_error(str(e)) if hasattr(op, "emit_error") else print(str(e), file=sys.stderr)
             pass_.signal_pass_failure()  # type: ignore[attr-defined]

@@ -50,14 +50,17 @@ class LayoutResult:
         raise KeyError(f"no report for {copy.name}")
 
 
-def resolve_target(target: str | Target) -> tuple[Target, str | None]:
+def resolve_target(target: str | Target, gpu: str | None = None) -> tuple[Target, str | None]:
     if isinstance(target, Target):
+        if gpu is not None:
+            raise PassError("gpu= goes with a target name (target='xla-gpu'); "
+                            "a target object already has its GPU")
         return target, None
-    return get_target(target)
+    return get_target(target, gpu)
 
 
-def _import(module: ir.Module | ir.Operation, target: str | Target):
-    tgt, warning = resolve_target(target)
+def _import(module: ir.Module | ir.Operation, target: str | Target, gpu: str | None = None):
+    tgt, warning = resolve_target(target, gpu)
     graph, handles = import_module(module, inline_calls=tgt.inline_calls)
     warnings = [warning] if warning else []
     for op, count in sorted(graph.unknown_ops.items()):
@@ -86,7 +89,7 @@ def quiet_gc():
 
 def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
             entry_layouts: str = "default", trace: bool = False,
-            exact: bool = False) -> tuple[Graph, Assignment, list[str]]:
+            exact: bool = False, gpu: str | None = None) -> tuple[Graph, Assignment, list[str]]:
     """Import and propagate without touching the module (inlining works on a copy).
 
     ``exact`` runs XLA's every round even when one provably repeats the
@@ -94,20 +97,23 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
     """
     op = module.operation if isinstance(module, ir.Module) else module
     with quiet_gc():
-        tgt, graph, _, warnings = _import(op.clone(), target)
+        tgt, graph, _, warnings = _import(op.clone(), target, gpu)
         return graph, assign_layouts(graph, tgt, entry_layouts, trace, exact), warnings
 
 
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False,
-                  exact: bool = False) -> LayoutResult:
+                  exact: bool = False, gpu: str | None = None) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided.
+
+    ``gpu`` names the device of ``target="xla-gpu"`` (a shipped GPU name or a
+    GpuTargetConfigProto text file; h100 when omitted).
 
     The layouts and copies do not depend on ``exact``; only the round and
     priority numbers ``result.explain()`` shows do (see ``analyze``).
     """
     with quiet_gc():
-        tgt, graph, handles, warnings = _import(module, target)
+        tgt, graph, handles, warnings = _import(module, target, gpu)
         assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
         copies = rewrite(module, assignment, handles)
     _check_output(module)

@@ -1,6 +1,6 @@
 """The ``stablehlo-layout`` command (mirrors ``mlir-opt`` habits).
 
-    stablehlo-layout assign  [--target T] [--entry-layouts default|free]
+    stablehlo-layout assign  [--target T] [--gpu NAME|FILE] [--entry-layouts default|free]
                              [--mlir-print-debuginfo] [-o OUT] INPUT
     stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
     stablehlo-layout trace   [same options] INPUT
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from typing import NoReturn, Sequence
 
-from .errors import InputError, PassError
+from .errors import InputError, OptionError, PassError
 
 TARGETS = ("generic", "xla-cpu", "xla-gpu")
 
@@ -36,6 +36,9 @@ def _common(a: argparse.ArgumentParser) -> None:
                    help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin")
     a.add_argument("--target", default="generic",
                    help=f"backend rules: {', '.join(TARGETS)} (default: generic)")
+    a.add_argument("--gpu", default=None, metavar="NAME|FILE",
+                   help="with --target xla-gpu: the GPU XLA compiles for, one of XLA's target configs "
+                        "(a100, b200, h100, h200, v100) or a GpuTargetConfigProto text file (default: h100)")
     a.add_argument("--entry-layouts", choices=("default", "free"), default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
@@ -92,7 +95,7 @@ def _assign(args: argparse.Namespace) -> int:
     from .assignment import assign_module
     from .targets import get_target
 
-    target, warning = get_target(args.target)  # reject a bad name before reading input
+    target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
     ctx = mlir.make_context()
     module = _read(args, ctx)
     result = assign_module(module, target, args.entry_layouts)
@@ -138,7 +141,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
     from .assignment import analyze
     from .targets import get_target
 
-    target, warning = get_target(args.target)
+    target, warning = get_target(args.target, args.gpu)
     ctx = mlir.make_context()
     module = _read(args, ctx)
     # Explanations quote XLA's rounds and priorities: run every round.
@@ -211,6 +214,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _trace(args)
     except InputError as e:
         print(str(e), file=sys.stderr)
+        return 1
+    except OptionError as e:
+        print(f"stablehlo-layout: error: {' '.join(e.msg.split())}", file=sys.stderr)
         return 1
     except PassError as e:
         print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)

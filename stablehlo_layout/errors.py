@@ -53,3 +53,10 @@ class PassError(Exception):
         if self.location:
             return f"{self.location}: error: {self.msg}"
         return self.msg
+
+
+class OptionError(PassError):
+    """A command-line or pass option that names nothing usable (``--gpu h900``).
+
+    Not about the input, so it is shown without the input's name.
+    """

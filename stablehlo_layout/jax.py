@@ -428,7 +428,7 @@ def _export(fn: Callable, structs, in_formats, out_formats):
 
 def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any = None,
             target: str = "xla-cpu", entry_layouts: str = "default", verify: bool = False,
-            fixes: bool = True) -> JaxAnalysis:
+            fixes: bool = True, gpu: str | None = None) -> JaxAnalysis:
     """Export ``fn`` at ``args``, run the layout pass on it, and explain every copy.
 
     ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine).
@@ -437,6 +437,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).
     ``verify=True`` also compiles ``fn`` on the local backend with the same
     layouts and records whether XLA chose the entry layouts we did.
+    ``gpu`` names the device of ``target="xla-gpu"`` (``"a100"``, ``"h100"``,
+    ... or a GpuTargetConfigProto text file; h100 when omitted).
     """
     from . import mlir
     from .assignment import assign_module
@@ -448,7 +450,7 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     name = getattr(fn, "__name__", None) or repr(fn)
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
-    result = assign_module(module, target, entry_layouts)
+    result = assign_module(module, target, entry_layouts, gpu=gpu)
     explanation = explain(result.assignment, fixes=fixes)
     a = result.assignment
     params = [EntryLayout("parameter", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_params, i))

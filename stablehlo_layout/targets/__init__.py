@@ -11,10 +11,11 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from ..errors import PassError
+from ..errors import OptionError, PassError
 from .base import Target
 from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
+from .gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
 from .xla_gpu import XlaGpuTarget
 
 # Names the CLI and the pass accept besides files and entry points.
@@ -23,13 +24,18 @@ ENTRY_POINT_GROUP = "stablehlo_layout.targets"
 _BUILTIN = {"generic": GenericTarget, "xla-cpu": XlaCpuTarget, "xla-gpu": XlaGpuTarget}
 
 
-def get_target(name: str) -> tuple[Target, str | None]:
-    """The target for ``name`` and, when it is a stand-in, a warning to show."""
+def get_target(name: str, gpu: str | GpuModel | None = None) -> tuple[Target, str | None]:
+    """The target for ``name`` and, when it is a stand-in, a warning to show.
+
+    ``gpu`` (a shipped GPU name, a GpuTargetConfigProto text file, or a
+    GpuModel) is the device of ``xla-gpu`` and of targets derived from it;
+    any other target refuses it.
+    """
     if name in _BUILTIN:
-        return _BUILTIN[name](), None
+        return _instantiate(_BUILTIN[name], name, gpu), None
     path, sep, cls_name = name.rpartition(":")
     if sep and path.endswith(".py"):
-        return _instantiate(_class_from_file(name, path, cls_name), name), None
+        return _instantiate(_class_from_file(name, path, cls_name), name, gpu), None
     from importlib import metadata  # ~30 ms: only for names that are not built in
 
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -38,7 +44,7 @@ def get_target(name: str) -> tuple[Target, str | None]:
                 cls = ep.load()
             except Exception as e:  # a broken plugin: say which and why, in one line
                 raise PassError(f"target {name!r}: cannot load entry point {ep.value}: {e}") from None
-            return _instantiate(cls, name), None
+            return _instantiate(cls, name, gpu), None
     raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)}, "
                     "FILE.py:Class, or an installed stablehlo_layout.targets entry point)")
 
@@ -60,9 +66,18 @@ def _class_from_file(name: str, path: str, cls_name: str) -> type:
     return cls
 
 
-def _instantiate(cls: object, name: str) -> Target:
+def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> Target:
     if not (isinstance(cls, type) and issubclass(cls, Target)):
         raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
+    if gpu is not None and not issubclass(cls, XlaGpuTarget):
+        raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
+                          f"--target xla-gpu, not to target {name!r}")
+    if issubclass(cls, XlaGpuTarget):
+        model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)  # bad configs fail here, in one line
+        try:
+            return cls(gpu=model)
+        except Exception as e:
+            raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
     try:
         target = cls()
     except Exception as e:
@@ -73,4 +88,4 @@ def _instantiate(cls: object, name: str) -> Target:
 
 
 __all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES",
-           "ENTRY_POINT_GROUP"]
+           "ENTRY_POINT_GROUP", "GpuModel", "load_gpu", "shipped_gpus", "DEFAULT_GPU"]

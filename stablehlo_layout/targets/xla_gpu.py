@@ -17,9 +17,9 @@ What the GPU libraries need, and what this target therefore demands:
   dimensions where the other side's layout already had them.
 
 Rules of XLA's pass that cannot be expressed on StableHLO are listed where
-they would go, with the reason.  The device model is a constructor argument;
-``get_target("xla-gpu")`` uses a Hopper-class CUDA GPU (compute capability
-9.0) and XLA's default debug flags.
+they would go, with the reason.  The device is one of XLA's GPU target
+configs (``gpu_config.py``; ``--gpu``), ``h100`` unless told otherwise, with
+XLA's default debug flags.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from ..constraints import Origin
 from ..errors import PassError
 from ..rules import OpRule, reduce_operand, rule_for
 from .base import Derived, Target
+from .gpu_config import GpuModel, load_gpu
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
@@ -149,21 +150,21 @@ class XlaGpuTarget(Target):
     inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
     uniform_rounds = True
 
-    def __init__(self, compute_capability: tuple[int, int] = (9, 0), platform: str = "cuda",
-                 rocm_nhwc: bool = False, force_conv_layout: str | None = None,
+    def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
+                 force_conv_layout: str | None = None,
                  pack_dot_operands_along_k: bool = False) -> None:
-        """``compute_capability`` is the CUDA SM version; ``platform`` "cuda" or
-        "rocm"; ``rocm_nhwc`` stands for a ROCm device with NHWC support and
-        TF_USE_ROCM_NHWC set; ``force_conv_layout`` ("nchw" / "nhwc") and
-        ``pack_dot_operands_along_k`` mirror the XLA debug flags
-        xla_gpu_force_conv_nchw / _nhwc and
+        """``gpu`` is the device XLA compiles for: a ``GpuModel``, the name of a
+        shipped config (``a100``, ``h100``, ...) or a ``GpuTargetConfigProto``
+        text file; ``None`` means ``h100``.  ``rocm_nhwc`` stands for
+        TF_USE_ROCM_NHWC set on a ROCm device with NHWC support;
+        ``force_conv_layout`` ("nchw" / "nhwc") and ``pack_dot_operands_along_k``
+        mirror the XLA debug flags xla_gpu_force_conv_nchw / _nhwc and
         xla_gpu_experimental_pack_dot_operands_along_k_dimension."""
-        if platform not in ("cuda", "rocm"):
-            raise ValueError(f"unknown GPU platform {platform!r}")
         if force_conv_layout not in (None, "nchw", "nhwc"):
             raise ValueError(f"force_conv_layout must be nchw or nhwc, not {force_conv_layout!r}")
-        self.compute_capability = compute_capability
-        self.platform = platform
+        self.gpu = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)
+        self.compute_capability = self.gpu.compute_capability
+        self.platform = self.gpu.platform
         self.rocm_nhwc = rocm_nhwc
         self.force_conv_layout = force_conv_layout
         self.pack_dot_operands_along_k = pack_dot_operands_along_k

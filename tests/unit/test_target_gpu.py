@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import PassError
-from stablehlo_layout.targets import XlaGpuTarget, get_target
+from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu
 from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
@@ -151,13 +152,15 @@ func.func public @main(%x: tensor<1x16x32x32xf16>, %w: tensor<32x16x3x3xf16>) ->
     nchw = (3, 2, 1, 0)
     # f16 2-D: NHWC on Volta and later, NCHW on Pascal; ROCm only when enabled.
     assert layout_of(run(text), "stablehlo.convolution") == nhwc
-    assert layout_of(run(text, XlaGpuTarget(compute_capability=(7, 0))), "stablehlo.convolution") == nhwc
-    assert layout_of(run(text, XlaGpuTarget(compute_capability=(6, 1))), "stablehlo.convolution") == nchw
-    assert layout_of(run(text, XlaGpuTarget(platform="rocm")), "stablehlo.convolution") == nchw
-    assert layout_of(run(text, XlaGpuTarget(platform="rocm", rocm_nhwc=True)), "stablehlo.convolution") == nhwc
+    pascal = replace(load_gpu("v100"), compute_capability=(6, 1))
+    rocm = replace(load_gpu("v100"), platform="rocm", compute_capability=(0, 0), rocm_arch="gfx90a")
+    assert layout_of(run(text, XlaGpuTarget("v100")), "stablehlo.convolution") == nhwc
+    assert layout_of(run(text, XlaGpuTarget(pascal)), "stablehlo.convolution") == nchw
+    assert layout_of(run(text, XlaGpuTarget(rocm)), "stablehlo.convolution") == nchw
+    assert layout_of(run(text, XlaGpuTarget(rocm, rocm_nhwc=True)), "stablehlo.convolution") == nhwc
     assert layout_of(run(text, XlaGpuTarget(force_conv_layout="nchw")), "stablehlo.convolution") == nchw
     # f32 before Hopper: NCHW (already the logical order, so no copies).
-    r = run(text.replace("f16", "f32"), XlaGpuTarget(compute_capability=(8, 0)))
+    r = run(text.replace("f16", "f32"), XlaGpuTarget("a100"))
     assert layout_of(r, "stablehlo.convolution") == nchw and not r.copies
 
 
