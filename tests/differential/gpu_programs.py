@@ -285,13 +285,13 @@ def s_linalg(b: P._Builder) -> None:
         k = b.rng.choice((1, 2, 5))
         rhs = b.pick_shape(batch + (n, k), fresh=0.7)
         if kind == "solve":
-            b.add(f"solve({batch + (n, n)}, k={k})", lambda a, r: jnp.linalg.solve(a + n * eye, r), [a, rhs])
+            b.add(f"linalg.solve({batch + (n, n)}, k={k})", lambda a, r: jnp.linalg.solve(a + n * eye, r), [a, rhs])
         else:
             lower = b.rng.random() < 0.5
             left = b.rng.random() < 0.7
             if not left:
                 rhs = b.pick_shape(batch + (k, n), fresh=0.9)
-            b.add(f"triangular_solve(lower={lower}, left={left})",
+            b.add(f"linalg.triangular_solve(lower={lower}, left={left})",
                   lambda a, r: lax.linalg.triangular_solve(jnp.tril(a) + n * eye if lower else jnp.triu(a) + n * eye,
                                                            r, left_side=left, lower=lower), [a, rhs])
         return
@@ -304,7 +304,7 @@ def s_linalg(b: P._Builder) -> None:
         "inv": lambda a: jnp.linalg.inv(a + n * eye),
         "det": lambda a: jnp.linalg.slogdet(a + n * eye)[1],
     }[kind]
-    b.add(f"{kind}({batch + (n, n)})", f, [a])
+    b.add(f"linalg.{kind}({batch + (n, n)})", f, [a])
 
 
 def s_dot_lowp(b: P._Builder) -> None:
@@ -336,7 +336,7 @@ GPU_STEP_KINDS: dict[str, Callable[[P._Builder], None]] = {
 }
 STEP_KINDS = {**P.STEP_KINDS, **GPU_STEP_KINDS}
 WEIGHTS = {**P.WEIGHTS, "conv": 1, "lapack": 1, "gpu_conv": 4, "gpu_conv_grad": 3, "gpu_attention": 2,
-           "gpu_reduce": 2, "gpu_batchnorm": 2}
+           "gpu_reduce": 2, "gpu_batchnorm": 2, "gpu_topk": 2, "gpu_fft": 2, "gpu_linalg": 2}
 
 
 # -- whole models --------------------------------------------------------------------------

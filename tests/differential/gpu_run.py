@@ -143,6 +143,7 @@ def _opcode_of(r: dict[str, Any], key: str) -> str:
 def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
                   elapsed: float | None = None) -> str:
     s = summarize(results)
+    _annotate_opcodes(results)
     L: list[str] = [f"== XLA:GPU {gpu}: programs {s['programs']}  compared {s['compared']}  "
                     f"skipped {sum(s['skipped'].values())}  tool errors {len(s['tool_errors'])}  "
                     f"harness errors {len(s['harness_errors'])}"
@@ -202,7 +203,7 @@ def _annotate_opcodes(results: list[dict[str, Any]]) -> None:
     from .oracle import parse_hlo
 
     for r in results:
-        if r["status"] != "ok" or not r.get("dir"):
+        if r["status"] != "ok" or not r.get("dir") or "_opcodes" in r:
             continue
         try:
             with open(os.path.join(r["dir"], "after.txt")) as f:
@@ -261,7 +262,6 @@ def main(argv: list[str] | None = None) -> int:
         tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "gpu": g, "refresh": a.refresh} for i in indices]
         t0 = time.monotonic()
         results = run_parallel(tasks, a.jobs, a.timeout)
-        _annotate_opcodes(results)
         reports.append(format_report(results, gpu_name(g), a.show, time.monotonic() - t0))
         everything[gpu_name(g)] = results
     text = "\n\n".join(reports)
