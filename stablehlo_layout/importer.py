@@ -107,6 +107,36 @@ def _dense_layouts(attr: ir.Attribute) -> list[L.Layout | None]:
     return out
 
 
+def conv_dims_from_labels(labels: str, op: ir.Operation | None = None) -> dict[str, Any]:
+    """Convolution dimension numbers from HLO's ``dim_labels`` (e.g. ``bf01_oi01->bf01``).
+
+    Each side names its dimensions in order: ``b``/``f`` batch and feature
+    (``o``/``i`` output and input feature on the kernel), digits the spatial
+    dimensions by number.
+    """
+    m = re.fullmatch(r"([bf0-9]+)_([oi0-9]+)->([bf0-9]+)", labels)
+
+    def fail() -> PassError:
+        return PassError(f"dim_labels {labels!r} is not lhs_rhs->out over b, f, o, i and spatial digits",
+                         location_text(op.location) if op is not None else None)
+
+    if m is None:
+        raise fail()
+    sides = []
+    for text, letters in zip(m.groups(), ("bf", "oi", "bf")):
+        spatial = sorted((c, i) for i, c in enumerate(text) if c.isdigit())
+        if (sorted(c for c in text if not c.isdigit()) != sorted(letters)
+                or [c for c, _ in spatial] != [str(k) for k in range(len(spatial))]):
+            raise fail()
+        sides.append((text.index(letters[0]), text.index(letters[1]), tuple(i for _, i in spatial)))
+    (ib, if_, isp), (ko, ki, ksp), (ob, of, osp) = sides
+    if not len(isp) == len(ksp) == len(osp):
+        raise fail()
+    return {"input_batch": ib, "input_feature": if_, "input_spatial": isp,
+            "kernel_output_feature": ko, "kernel_input_feature": ki, "kernel_spatial": ksp,
+            "output_batch": ob, "output_feature": of, "output_spatial": osp}
+
+
 def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
     """The attributes the rules and targets read, as plain Python data."""
     attrs = op.attributes
@@ -126,6 +156,10 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
         out["dim"] = ir.IntegerAttr(attrs["dimension"]).value
     elif short == "custom_call":
         out["target"] = ir.StringAttr(attrs["call_target_name"]).value
+        if "stablehlo_layout.dim_labels" in attrs:
+            # A cuDNN convolution read from an XLA:GPU dump (see mlir.CONV_ATTRIBUTES).
+            labels = ir.StringAttr(attrs["stablehlo_layout.dim_labels"]).value
+            out["conv"] = conv_dims_from_labels(labels, op)
 
         if "operand_layouts" in attrs and "result_layouts" in attrs:
             out["operand_layouts"] = _dense_layouts(attrs["operand_layouts"])
@@ -168,6 +202,8 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             "output_feature": cd.output_feature_dimension,
             "output_spatial": tuple(cd.output_spatial_dimensions),
         }
+        # Left as a convolution by XLA:GPU's rewriter (see mlir.KEPT_CONVOLUTION).
+        out["not_cudnn"] = "stablehlo_layout.not_a_cudnn_call" in attrs
         out["window_reversal"] = (
             any(bool(x) for x in ir.DenseBoolArrayAttr(attrs["window_reversal"]))
             if "window_reversal" in attrs else False

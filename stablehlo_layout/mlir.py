@@ -583,7 +583,72 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
     locate = _hlo_locator(prepared)
     module = _parse(bytecode, path, ctx, locate)  # verified by the parse
     _restore_entry_layout_modes(module, text, path)
+    _restore_cudnn_conv_attributes(module, prepared, path)
     return module
+
+
+# XLA:GPU forms cuDNN convolutions as custom calls before layout assignment;
+# the layouts they need follow from their convolution dimension numbers, which
+# the HLO text spells `dim_labels=`.  A stablehlo.custom_call has no place for
+# them, so the converter drops them (with the window and the group counts):
+# they are read back from the text and kept as attributes of the custom call.
+CONV_ATTRIBUTES = {
+    "dim_labels": "stablehlo_layout.dim_labels",
+    "window": "stablehlo_layout.window",
+    "feature_group_count": "stablehlo_layout.feature_group_count",
+    "batch_group_count": "stablehlo_layout.batch_group_count",
+}
+KEPT_CONVOLUTION = "stablehlo_layout.not_a_cudnn_call"
+_CUDNN_TARGET = 'custom_call_target="__cudnn$conv'
+_DEFINED_NAME = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=")
+_CONV_FIELDS = re.compile(
+    r",[ \t]*(?:window=\{(?P<window>[^{}]*)\}|dim_labels=(?P<dim_labels>[\w>-]+)"
+    r"|feature_group_count=(?P<feature_group_count>\d+)|batch_group_count=(?P<batch_group_count>\d+))")
+
+
+def _restore_cudnn_conv_attributes(module: ir.Module, text: str, path: str) -> None:
+    if _CUDNN_TARGET not in text:
+        return
+    found: dict[str, tuple[int, dict[str, str]]] = {}
+    for number, line in enumerate(text.split("\n"), 1):
+        at = line.find(_CUDNN_TARGET)
+        if at < 0:
+            continue
+        name = _DEFINED_NAME.match(line)
+        if name is None:
+            continue
+        # Only the instruction's own attributes: backend_config's JSON follows the target.
+        fields = {k: v for m in _CONV_FIELDS.finditer(line, 0, at) for k, v in m.groupdict().items() if v}
+        if "dim_labels" not in fields:
+            raise InputError(path, f"cuDNN convolution %{name.group(1)} has no dim_labels", number)
+        found[name.group(1)] = (number, fields)
+    if not found:
+        return
+    with module.context:
+        i64 = ir.IntegerType.get_signless(64)
+        for op in _walk(module.operation):
+            if op.name == "stablehlo.convolution":
+                # The dump is past XLA:GPU's convolution rewriting: a convolution
+                # still here is one cuDNN cannot run, and no GPU rule applies to it.
+                op.attributes[KEPT_CONVOLUTION] = ir.UnitAttr.get()
+                continue
+            if op.name != "stablehlo.custom_call":
+                continue
+            loc = _QUOTED.search(str(op.location))
+            entry = found.get(loc.group(1)) if loc else None
+            if entry is None:
+                continue
+            for key, value in entry[1].items():
+                attr = ir.IntegerAttr.get(i64, int(value)) if key.endswith("count") else ir.StringAttr.get(value)
+                op.attributes[CONV_ATTRIBUTES[key]] = attr
+
+
+def _walk(op: ir.Operation) -> Iterator[ir.Operation]:
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                yield inner.operation
+                yield from _walk(inner.operation)
 
 
 def _entry_computation_layout(text: str) -> str | None:

@@ -41,7 +41,20 @@ if TYPE_CHECKING:
 
 # Custom-call targets XLA:GPU knows by name.
 _TOPK = "__gpu$TopK"
-_CUB_SORT = "xla.gpu.ext.cub_sort_unassigned_scratch_size"
+# CUB radix sorts, as XLA:GPU names them before and after their scratch size is known.
+_CUB_SORT = ("__cub$DeviceRadixSort", "xla.gpu.ext.cub_sort_unassigned_scratch_size")
+# cuDNN convolutions XLA:GPU forms before layout assignment, by kind: which
+# of (operand 0, operand 1, result 0) is the convolution's input, filter and
+# output.
+_CUDNN_CONV_PREFIX = "__cudnn$conv"
+_ROCM_NHWC_ARCHS = {"gfx908", "gfx90a", "gfx940", "gfx941", "gfx942", "gfx950"}
+_CUDNN_CONV_ROLES = {
+    "__cudnn$convForward": ("input", "filter", "output"),
+    "__cudnn$convBiasActivationForward": ("input", "filter", "output"),
+    "__cudnn$convForwardGraph": ("input", "filter", "output"),
+    "__cudnn$convBackwardInput": ("output", "filter", "input"),
+    "__cudnn$convBackwardFilter": ("input", "output", "filter"),
+}
 _RAGGED_ALL_TO_ALL = "ragged_all_to_all"  # how JAX spells kRaggedAllToAll in StableHLO
 # MoveToHost / MoveToDevice are XLA's internal names; JAX emits
 # annotate_device_placement, which XLA turns into one of the two before
@@ -290,11 +303,14 @@ class XlaGpuTarget(Target):
             if target in _CUBLAS:
                 raise PassError(f"custom_call @{target} is a rewritten gemm; XLA:GPU rewrites "
                                 "gemms only after layout assignment", ins.loc)
-            # cuDNN convolution custom calls (__cudnn$conv*) are not expressible:
-            # stablehlo.custom_call carries no convolution dimension numbers.
-            # XLA rewrites every convolution into one before this pass, so the
-            # same heuristic is applied to stablehlo.convolution itself.
-            if hlo == "convolution" and "conv" in ins.attrs:
+            if target is not None and target.startswith(_CUDNN_CONV_PREFIX):
+                self._cudnn_conv(engine, ins, target)
+            # XLA rewrites every convolution cuDNN can run into a cuDNN custom
+            # call before this pass; on raw StableHLO the same heuristic
+            # applies to the convolution itself, as a forward convolution.  A
+            # convolution an XLA:GPU dump still holds is one cuDNN cannot run,
+            # and XLA:GPU places no constraint on it.
+            elif hlo == "convolution" and "conv" in ins.attrs and not ins.attrs.get("not_cudnn"):
                 self._convolution(engine, ins)
             elif hlo in _DOTS and "lhs_batch" in ins.attrs:
                 self._dot(engine, ins)
@@ -312,7 +328,7 @@ class XlaGpuTarget(Target):
                 v = g.values[ins.operands[0]]
                 self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
                 self._default_results(engine, iid, why)
-            elif (hlo == "sort" or target == _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
+            elif (hlo == "sort" or target in _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
                 self._sort(engine, ins)
             elif target == _TOPK or hlo == "topk":
                 # chlo.top_k becomes either the TopK custom call or a sort
@@ -376,16 +392,19 @@ class XlaGpuTarget(Target):
             if not half or self.compute_capability < (7, 0) or output_rank != 4:
                 return "NCHW"
             return "NHWC"
-        if not half or not self.rocm_nhwc or output_rank != 4:
+        if not half or not self.rocm_nhwc or not self.rocm_has_nhwc() or output_rank != 4:
             return "NCHW"
         return "NHWC"
 
-    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
-        c = ins.attrs["conv"]
-        inp = g.values[ins.operands[0]]
-        out = g.values[ins.results[0]]
-        fmt = self.conv_format(inp.element, len(c["input_spatial"]), out.rank)
+    def rocm_has_nhwc(self) -> bool:
+        """RocmComputeCapability::has_nhwc_layout_support: CDNA (MI100) and later."""
+        arch = self.gpu.rocm_arch.split(":", 1)[0]
+        return arch in _ROCM_NHWC_ARCHS
+
+    def conv_layouts(self, c: dict, element: str, output_rank: int) -> tuple[str, dict[str, L.Layout]]:
+        """XLA's StreamExecutorConvLayoutsToXlaLayouts for the heuristic's format:
+        the layouts of the convolution's input, filter and output by role."""
+        fmt = self.conv_format(element, len(c["input_spatial"]), output_rank)
         if fmt == "NHWC":
             data_in = [c["input_batch"], *c["input_spatial"], c["input_feature"]]
             filt = [c["kernel_output_feature"], *c["kernel_spatial"], c["kernel_input_feature"]]
@@ -394,12 +413,58 @@ class XlaGpuTarget(Target):
             data_in = [c["input_batch"], c["input_feature"], *c["input_spatial"]]
             filt = [c["kernel_output_feature"], c["kernel_input_feature"], *c["kernel_spatial"]]
             data_out = [c["output_batch"], c["output_feature"], *c["output_spatial"]]
+        return fmt, {"input": L.from_major_to_minor(data_in), "filter": L.from_major_to_minor(filt),
+                     "output": L.from_major_to_minor(data_out)}
+
+    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
+        g = engine.g
+        inp = g.values[ins.operands[0]]
+        out = g.values[ins.results[0]]
+        fmt, lay = self.conv_layouts(ins.attrs["conv"], inp.element, out.rank)
         why = Origin("target:gpu-conv-layout", ins.id, None,
-                     f"cuDNN runs this {inp.element} convolution as {fmt}")
-        self._set_operand(engine, L.from_major_to_minor(data_in), ins.id, 0, why)
-        self._set_operand(engine, L.from_major_to_minor(filt), ins.id, 1, why)
-        engine.set_instruction_layout([L.from_major_to_minor(data_out)], ins.id, True,
-                                      engine.current_priority, why)
+                     f"cuDNN runs this {inp.element} convolution as {fmt} on {self.gpu.name}")
+        self._set_operand(engine, lay["input"], ins.id, 0, why)
+        self._set_operand(engine, lay["filter"], ins.id, 1, why)
+        engine.set_instruction_layout([lay["output"]], ins.id, True, engine.current_priority, why)
+
+    def _cudnn_conv(self, engine: "Engine", ins: "Instruction", target: str) -> None:
+        """XLA's AddBackendConstraintsToDnnConvCustomCall.
+
+        The heuristic reads the element type of operand 0 and the rank of
+        result 0; operands 0 and 1 and result 0 take the layouts of their
+        roles; a fused convolution's side input (operand 3) and a graph
+        convolution's non-scalar extra operands follow the output.
+        """
+        g = engine.g
+        roles = _CUDNN_CONV_ROLES.get(target)
+        if roles is None:
+            raise PassError(f"custom_call @{target}: not a cuDNN convolution kind XLA:GPU knows", ins.loc)
+        if "conv" not in ins.attrs:
+            raise PassError(f"custom_call @{target} carries no dimension numbers (dim_labels); give the "
+                            "tool XLA's HLO dump itself, where they are written", ins.loc)
+        leaves = engine.leaves[ins.id]
+        if len(ins.operands) < 2 or not leaves:
+            raise PassError(f"custom_call @{target} needs two operands and a result", ins.loc)
+        lhs = g.values[ins.operands[0]]
+        result = g.values[leaves[0]]
+        fmt, lay = self.conv_layouts(ins.attrs["conv"], lhs.element, result.rank)
+        why = Origin("target:gpu-cudnn-conv-layout", ins.id, None,
+                     f"cuDNN runs this {lhs.element} {target[len('__cudnn$'):]} as {fmt} on {self.gpu.name}")
+        self._set_operand(engine, lay[roles[0]], ins.id, 0, why)
+        self._set_operand(engine, lay[roles[1]], ins.id, 1, why)
+        if result.is_array and result.buffer == result.id:
+            engine.set_buffer_layout(lay[roles[2]], result.id, True, True, engine.current_priority, why)
+        extra = range(2, len(ins.operands))
+        if target == "__cudnn$convBiasActivationForward":
+            extra = range(3, 4) if len(ins.operands) == 4 else range(0)
+        elif target != "__cudnn$convForwardGraph":
+            if len(ins.operands) > 2:
+                raise PassError(f"custom_call @{target} has a side input, which only fused and graph "
+                                "convolutions take", ins.loc)
+        for n in extra:
+            v = g.values[ins.operands[n]]
+            if v.is_array and v.rank > 0:
+                self._set_operand(engine, lay["output"], ins.id, n, why)
 
     # -- dot ------------------------------------------------------------------------
     @staticmethod

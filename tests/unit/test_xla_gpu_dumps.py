@@ -1,0 +1,58 @@
+"""Real XLA:GPU dumps: our xla-gpu target on XLA's before dump vs XLA's after dump.
+
+``xla_gpu_dumps/<gpu>/<program>.{before,after}.txt`` were compiled deviceless
+by XLA:GPU (jax-cuda12-plugin 0.10.2) for the shipped GPU configs
+(``make.py`` there).  On each pair, every named value's layout must agree and
+every copy XLA made must be one of ours, by (source, consumer, layout), except
+copies that change no layout (XLA copies an operand that a cusolver call
+overwrites in place: a lifetime copy, not a layout decision).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stablehlo_layout import mlir
+from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.targets import XlaGpuTarget
+from tests.differential.compare import compare_dumps
+
+DUMPS = Path(__file__).parent / "xla_gpu_dumps"
+PAIRS = sorted(DUMPS.glob("*/*.before.txt"))
+
+
+def test_the_dumps_cover_both_generations():
+    assert {p.parent.name for p in PAIRS} == {"a100", "h100"}
+    assert len(PAIRS) == 26
+
+
+@pytest.mark.parametrize("before", PAIRS, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
+def test_agrees_with_xla_gpu(before: Path):
+    gpu = before.parent.name
+    r = compare_dumps(str(before), str(before).replace(".before.", ".after."), target=XlaGpuTarget(gpu))
+    assert r["status"] == "ok", r
+    assert r["values"] > 0 and r["agree"] == r["values"], r["diffs"]
+    layout_copies = [d for d in r["diffs"] if d["kind"] != "xla-only copy" or d["layout"] != d["src_layout"]]
+    assert layout_copies == []
+
+
+def conv_results(path: Path, gpu: str) -> dict[str, tuple[int, ...]]:
+    """The layout of each cuDNN custom call's result (tuple element 0)."""
+    ctx = mlir.make_context()
+    res = assign_module(mlir.read_input(str(path), ctx), "xla-gpu", gpu=gpu)
+    g = res.graph
+    return {ins.attrs["target"]: tuple(res.assignment.layouts[g.leaves(ins.results[0])[0]])
+            for ins in g.instrs if ins.attrs.get("target", "").startswith("__cudnn$conv")}
+
+
+def test_the_same_dump_differs_by_gpu():
+    # XLA:GPU's heuristic: f32 convolutions NHWC from Hopper on, NCHW before.
+    before = DUMPS / "a100" / "conv_nchw_f32.before.txt"
+    assert conv_results(before, "a100") == {"__cudnn$convForward": (3, 2, 1, 0)}
+    assert conv_results(before, "h100") == {"__cudnn$convForward": (1, 3, 2, 0)}
+    assert conv_results(before, "v100") == {"__cudnn$convForward": (3, 2, 1, 0)}
+    # f16 goes NHWC from Volta on.
+    f16 = DUMPS / "a100" / "conv_nchw_f16.before.txt"
+    assert conv_results(f16, "v100") == {"__cudnn$convForward": (1, 3, 2, 0)}
