@@ -117,6 +117,23 @@ def true_num_dims(dims: Dims) -> int:
     return sum(1 for d in dims if d != 1)
 
 
+def reshape_derivable(in_dims: Dims, out_dims: Dims) -> bool:
+    """Whether XLA derives a layout across a reshape from ``in_dims`` to ``out_dims``.
+
+    Both of XLA's derivations (ChooseOperandLayoutFromOutputLayout and
+    ChooseOutputLayoutFromOperandLayout) give up on a reshape between two
+    effectively rank-1 shapes; a dynamic extent leaves nothing to align.
+    """
+    if any(d is None for d in in_dims) or any(d is None for d in out_dims):
+        return False
+    return not (true_num_dims(in_dims) == 1 and true_num_dims(out_dims) == 1)
+
+
+def reshape_only_size1_change(in_dims: Dims, out_dims: Dims) -> bool:
+    """XLA's ReshapeMerelyInsertsOrDeletes1SizedDimensions: the non-1 extents agree in order."""
+    return [d for d in in_dims if d != 1] == [d for d in out_dims if d != 1]
+
+
 def _linear(index: Sequence[int], dims: Sequence[int], layout: Layout) -> int:
     scale, offset = 1, 0
     for d in layout:

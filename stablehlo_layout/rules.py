@@ -72,18 +72,12 @@ def _transpose_fwd(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r:
     return L.transpose_output_layout(ins.attrs["perm"], operand)
 
 
-def _static(dims: L.Dims) -> bool:
-    return all(d is not None for d in dims)
-
-
 def _reshape_back(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> L.Layout | None:
     if n != 0:
         return None
     src = g.values[ins.operands[0]].dims
     dst = g.values[ins.results[0]].dims
-    if not (_static(src) and _static(dst)):
-        return None
-    if L.true_num_dims(src) == 1 and L.true_num_dims(dst) == 1:
+    if not L.reshape_derivable(src, dst):
         return None
     return L.align_layouts(dst, out, src)
 
@@ -93,9 +87,7 @@ def _reshape_fwd(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r: i
         return None
     src = g.values[ins.operands[0]].dims
     dst = g.values[ins.results[r]].dims
-    if not (_static(src) and _static(dst)):
-        return None
-    if L.true_num_dims(src) == 1 and L.true_num_dims(dst) == 1:
+    if not L.reshape_derivable(src, dst):
         return None
     return L.align_layouts(src, operand, dst)
 
@@ -103,7 +95,7 @@ def _reshape_fwd(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r: i
 def _reshape_dfs(g: "Graph", ins: "Instruction") -> bool:
     src = g.values[ins.operands[0]].dims
     dst = g.values[ins.results[0]].dims
-    return len(src) == 1 or [d for d in src if d != 1] == [d for d in dst if d != 1]
+    return len(src) == 1 or L.reshape_only_size1_change(src, dst)
 
 
 def broadcast_operand(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> L.Layout | None:

@@ -211,7 +211,7 @@ class XlaGpuTarget(Target):
                 return None
             src = g.values[ins.operands[0]].dims
             dst = g.values[ins.results[0]].dims
-            if not self._reshape_derivable(src, dst):
+            if not L.reshape_derivable(src, dst):
                 return None
             lay = align_layouts_gpu(dst, output, src, self.existing_layout(g, ins.operands[0]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
@@ -224,18 +224,11 @@ class XlaGpuTarget(Target):
                 return None
             src = g.values[ins.operands[0]].dims
             dst = g.values[ins.results[result]].dims
-            if not self._reshape_derivable(src, dst):
+            if not L.reshape_derivable(src, dst):
                 return None
             lay = align_layouts_gpu(src, operand, dst, self.existing_layout(g, ins.results[result]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
         return super().output_from_operand(g, ins, n, operand, result, rule)
-
-    @staticmethod
-    def _reshape_derivable(src: L.Dims, dst: L.Dims) -> bool:
-        if any(d is None for d in src) or any(d is None for d in dst):
-            return False
-        # A reshape between two effectively rank-1 shapes derives nothing.
-        return not (L.true_num_dims(src) == 1 and L.true_num_dims(dst) == 1)
 
     # -- what the input already says about a value -----------------------------
     def existing_layout(self, g: "Graph", vid: int) -> L.Layout:

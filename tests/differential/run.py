@@ -3,8 +3,10 @@
     python -m tests.differential.run --count 300 --seed 0 [--jobs 2] [--start 0]
         [--cache DIR] [--refresh] [--timeout 120] [--json OUT]
         [--target xla-cpu] [--show 10]
+    python -m tests.differential.run --corpus models [--only NAME,...] [...]
 
-Generates programs (``programs.py``), compiles each with XLA and keeps the
+Generates programs (``programs.py``; with ``--corpus models``, the programs
+built from flax, haiku, equinox and optax in ``models.py``), compiles each with XLA and keeps the
 layout-assignment dumps (``oracle.py``, cached under
 ``bench/cache/differential/<generator hash>/s<seed>/<index>/`` so reruns only
 re-run our pass), compares our pass with XLA (``compare.py``) and prints a
@@ -51,21 +53,37 @@ def program_dir(cache: str, seed: int, index: int) -> str:
     return os.path.join(cache, generator_hash(), f"s{seed}", f"{index:04d}")
 
 
+def model_dir(cache: str, name: str) -> str:
+    from .models import corpus_hash
+    from .oracle import ORACLE_VERSION
+
+    return os.path.join(cache, f"models-{corpus_hash()}-o{ORACLE_VERSION}", name)
+
+
 def process(seed: int, index: int, cache: str, target: str = "xla-cpu",
-            refresh: bool = False) -> dict[str, Any]:
-    """Oracle (cached) + comparison for one program; never raises."""
+            refresh: bool = False, model: str | None = None) -> dict[str, Any]:
+    """Oracle (cached) + comparison for one program (generated, or ``model`` of models.py); never raises."""
     from .compare import compare_dumps
     from .oracle import load_cached, run_oracle
 
-    base = {"seed": seed, "index": index, "id": f"s{seed}/{index}"}
-    d = program_dir(cache, seed, index)
+    if model is not None:
+        base: dict[str, Any] = {"seed": seed, "index": index, "id": f"models/{model}", "model": model}
+    else:
+        base = {"seed": seed, "index": index, "id": f"s{seed}/{index}"}
     try:
+        d = model_dir(cache, model) if model is not None else program_dir(cache, seed, index)
         res = None if refresh else load_cached(d)
         base["cached"] = res is not None
         if res is None:
-            from .programs import generate
+            if model is not None:
+                from .models import build
 
-            res = run_oracle(generate(seed, index), d)
+                program = build(model)
+            else:
+                from .programs import generate
+
+                program = generate(seed, index)
+            res = run_oracle(program, d)
         base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
         if res.status != "ok":
             return {**base, "status": "skipped", "reason": res.reason}
@@ -74,6 +92,10 @@ def process(seed: int, index: int, cache: str, target: str = "xla-cpu",
     except Exception as e:
         return {**base, "status": "harness-error",
                 "error": f"{type(e).__name__}: {e}"[:300], "traceback": traceback.format_exc()[-1500:]}
+
+
+def _task_id(t: dict[str, Any]) -> str:
+    return f"models/{t['model']}" if t.get("model") else f"s{t['seed']}/{t['index']}"
 
 
 # -- a small process pool with per-task timeouts ------------------------------------------
@@ -145,7 +167,7 @@ def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
             try:
                 results[k] = conn.recv()
             except (EOFError, OSError):
-                results[k] = {"seed": t["seed"], "index": t["index"], "id": f"s{t['seed']}/{t['index']}",
+                results[k] = {"seed": t["seed"], "index": t["index"], "id": _task_id(t),
                               "status": "skipped", "reason": "worker died (crash in XLA or our pass)"}
                 w["p"].join(1)
                 w.update(start())
@@ -158,7 +180,7 @@ def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
                 k, t = w["task"]
                 w["p"].kill()  # a process this pool started
                 w["p"].join(5)
-                results[k] = {"seed": t["seed"], "index": t["index"], "id": f"s{t['seed']}/{t['index']}",
+                results[k] = {"seed": t["seed"], "index": t["index"], "id": _task_id(t),
                               "status": "skipped", "reason": f"timeout ({timeout:.0f} s)"}
                 w.update(start())
                 assign(w)
@@ -318,16 +340,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target", default="xla-cpu")
     ap.add_argument("--json", help="write every per-program result here")
     ap.add_argument("--show", type=int, default=10)
-    ap.add_argument("--only", help="comma-separated program indices to run")
+    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
+    ap.add_argument("--corpus", choices=("generated", "models"), default="generated",
+                    help="generated: the seeded generator (programs.py); models: programs built from "
+                         "flax, haiku, equinox and optax (models.py; --count/--start/--seed do not apply)")
     a = ap.parse_args(argv)
-    indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
-    tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "target": a.target,
-              "refresh": a.refresh} for i in indices]
+    if a.corpus == "models":
+        from .models import MODELS, available
+
+        missing = available()
+        if missing:
+            print(f"error: {missing}", file=sys.stderr)
+            return 1
+        names = a.only.split(",") if a.only else list(MODELS)
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            print(f"error: unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}", file=sys.stderr)
+            return 1
+        tasks = [{"seed": 0, "index": k, "cache": a.cache, "target": a.target, "refresh": a.refresh,
+                  "model": n} for k, n in enumerate(names)]
+    else:
+        indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+        tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "target": a.target,
+                  "refresh": a.refresh} for i in indices]
     t0 = time.monotonic()
     results = run_parallel(tasks, a.jobs, a.timeout)
     elapsed = time.monotonic() - t0
     print(format_report(results, a.show, elapsed))
-    path = a.json or os.path.join(a.cache, f"last_run_s{a.seed}.json")
+    last = "last_run_models.json" if a.corpus == "models" else f"last_run_s{a.seed}.json"
+    path = a.json or os.path.join(a.cache, last)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
         json.dump(results, f, indent=1, default=str)

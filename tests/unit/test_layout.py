@@ -118,3 +118,20 @@ def test_jax_order_is_reversed():
 
 def test_interning_shares_tuples():
     assert L.intern([1, 0]) is L.default_layout(2)
+
+
+def test_reshape_derivable_is_xlas_one_rule_for_both_directions():
+    # Two effectively rank-1 shapes: XLA derives nothing either way.
+    assert not L.reshape_derivable((8,), (1, 8, 1))
+    assert not L.reshape_derivable((1, 8), (8, 1))
+    # A dynamic extent leaves nothing to align.
+    assert not L.reshape_derivable((None, 4), (4, None))
+    assert L.reshape_derivable((2, 8), (2, 8, 1))
+    assert L.reshape_derivable((16,), (4, 4))
+
+
+def test_reshape_only_size1_change():
+    assert L.reshape_only_size1_change((2, 8), (2, 8, 1))
+    assert L.reshape_only_size1_change((1, 2, 4, 8, 8), (2, 4, 8, 1, 8))
+    assert not L.reshape_only_size1_change((2, 8), (8, 2))
+    assert not L.reshape_only_size1_change((4, 4), (16,))
