@@ -57,6 +57,13 @@ def key_text(key: Key) -> str:
     return name + ("{" + ",".join(map(str, idx)) + "}" if idx else "")
 
 
+def physically_equal(a: tuple[int, ...] | None, b: tuple[int, ...] | None, dims: tuple[int, ...]) -> bool:
+    """Two layouts that order the same bytes the same way: they differ only where a dim has size 1."""
+    if a is None or b is None:
+        return a == b
+    return [d for d in a if dims[d] != 1] == [d for d in b if dims[d] != 1]
+
+
 def layout_class(layout: tuple[int, ...] | None) -> str:
     if layout is None:
         return "none"
@@ -390,6 +397,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
             "kind": "layout", "name": key_text(key), "op": op,
             "our_op": ins.op, "ours": format_layout(mine), "xla": format_layout(xs.layout),
             "pattern": f"ours {layout_class(mine)} vs xla {layout_class(xs.layout)}",
+            "equivalent": physically_equal(mine, xs.layout, xs.dims),
             "entry": g.comps[ins.comp].is_entry, "line": _line(after, name),
         })
     # Coverage: XLA's named rank>=2 arrays we could not match at all.

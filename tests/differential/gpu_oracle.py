@@ -94,6 +94,8 @@ def formats_for(program: Any, device: Any) -> tuple[Any, Any]:
         return Format(Layout(major_to_minor=tuple(s)), sharding)
 
     ins = tuple(fmt(s) for s in program.in_layouts)
+    if getattr(program, "out_layouts", None) is None:
+        return ins, None  # a model program leaves its results to JAX's defaults
     outs = tuple(fmt(s) for s in program.out_layouts)
     return ins, (outs[0] if program.single_output else outs)
 

@@ -1,10 +1,11 @@
 """Differential test against XLA:GPU's layout assignment, one report per GPU.
 
     python -m tests.differential.gpu_run --count 300 --seed 0 --gpu a100,h100 [--jobs 2]
-        [--start 0] [--only 3,7] [--cache DIR] [--refresh] [--timeout 180]
-        [--json OUT] [--show 12]
+        [--corpus all|generated|models] [--start 0] [--only 3,7] [--cache DIR] [--refresh]
+        [--timeout 180] [--json OUT] [--report OUT.txt] [--show 12]
 
-Generates GPU programs (``gpu_programs.py``), compiles each deviceless with
+Generates GPU programs (``gpu_programs.py``) and builds the model-library
+programs (``models.py``: flax linen / nnx, haiku, equinox, optax), compiles each deviceless with
 XLA:GPU for every ``--gpu`` (a shipped name from ``stablehlo_layout/gpus/`` or
 a ``GpuTargetConfigProto`` file) keeping the layout-assignment dumps
 (``gpu_oracle.py``; cached under
@@ -57,27 +58,50 @@ def generator_hash() -> str:
     return h.hexdigest()[:10]
 
 
-def program_dir(cache: str, gpu: str, seed: int, index: int) -> str:
+def _gpu_dir(gpu: str) -> str:
+    """The GPU's name and a hash of its config (an edited config compiles anew)."""
     with open(config_path(gpu), "rb") as f:
-        cfg = hashlib.sha1(f.read()).hexdigest()[:6]
-    return os.path.join(cache, generator_hash(), f"{gpu_name(gpu)}-{cfg}", f"s{seed}", f"{index:04d}")
+        return f"{gpu_name(gpu)}-{hashlib.sha1(f.read()).hexdigest()[:6]}"
 
 
-def process(seed: int, index: int, cache: str, gpu: str, refresh: bool = False) -> dict[str, Any]:
-    """Oracle (cached) + comparison for one program on one GPU; never raises."""
+def program_dir(cache: str, gpu: str, seed: int, index: int) -> str:
+    return os.path.join(cache, generator_hash(), _gpu_dir(gpu), f"s{seed}", f"{index:04d}")
+
+
+def model_dir(cache: str, gpu: str, name: str) -> str:
+    from .models import corpus_hash
+
+    return os.path.join(cache, f"models-{corpus_hash()}-{generator_hash()}", _gpu_dir(gpu), name)
+
+
+def process(seed: int, index: int, cache: str, gpu: str, refresh: bool = False,
+            model: str | None = None) -> dict[str, Any]:
+    """Oracle (cached) + comparison for one program (generated, or ``model`` of models.py) on one GPU.
+
+    Never raises: failures come back as a result with their status.
+    """
     from .compare import compare_dumps
     from .gpu_oracle import run_gpu_oracle
     from .oracle import load_cached
 
-    base: dict[str, Any] = {"seed": seed, "index": index, "gpu": gpu_name(gpu), "id": f"s{seed}/{index}"}
+    ident = f"models/{model}" if model is not None else f"s{seed}/{index}"
+    base: dict[str, Any] = {"seed": seed, "index": index, "gpu": gpu_name(gpu), "id": ident}
+    if model is not None:
+        base["model"] = model
     try:
-        d = program_dir(cache, gpu, seed, index)
+        d = model_dir(cache, gpu, model) if model is not None else program_dir(cache, gpu, seed, index)
         res = None if refresh else load_cached(d)
         base["cached"] = res is not None
         if res is None:
-            from .gpu_programs import generate
+            if model is not None:
+                from .models import build
 
-            res = run_gpu_oracle(generate(seed, index), gpu, d)
+                program: Any = build(model)
+            else:
+                from .gpu_programs import generate
+
+                program = generate(seed, index)
+            res = run_gpu_oracle(program, gpu, d)
         base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
         if res.status != "ok":
             return {**base, "status": "skipped", "reason": res.reason}
@@ -110,12 +134,14 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "our_copies": total("our_copies"), "our_copies_unmatched": total("our_copies_unmatched"),
         "xla_bytes": total("xla_copy_bytes"), "our_bytes": total("our_copy_bytes"),
         "agreeing_programs": sum(1 for r in ok if r.get("agrees")),
+        "equivalent": sum(1 for r in ok for d in r["diffs"] if d["kind"] == "layout" and d.get("equivalent")),
     }
 
 
 def _layout_kind(r: dict[str, Any], d: dict[str, Any]) -> str:
     op = r.get("_opcodes", {}).get(d["name"].split("{")[0], d["op"])
-    return f"layout of {op}: {d['pattern']}"
+    same = " (the same bytes: they differ only in size-1 dims)" if d.get("equivalent") else ""
+    return f"layout of {op}: {d['pattern']}{same}"
 
 
 def difference_kinds(results: list[dict[str, Any]]) -> Counter:
@@ -156,7 +182,8 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
         L.append(f"  harness error {r['id']}: {r['error'][:160]}")
     for err, n in s["late_xla_errors"].most_common(3):
         L.append(f"  compiled past layout assignment, then XLA failed (dumps compared) {n:4d}: {err}")
-    L.append(f"named rank>=2 values agreeing:   {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}")
+    L.append(f"named rank>=2 values agreeing:   {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}"
+             f"  (of the others, {s['equivalent']} differ only in size-1 dims)")
     L.append(f"non-trivial (XLA not row-major): {s['nontrivial_agree']}/{s['nontrivial']} = "
              f"{_pct(s['nontrivial_agree'], s['nontrivial'])}")
     L.append(f"XLA copies matched by (source, layout): {s['xla_copies_matched']}/{s['xla_copies']} = "
@@ -176,7 +203,8 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
     for r in results:
         if r["status"] != "ok" or n >= show:
             continue
-        prog = "; ".join(r.get("program", {}).get("steps", []))[:150]
+        info = r.get("program", {})
+        prog = ("; ".join(info.get("steps", [])) or info.get("description", ""))[:150]
         lines: list[str] = []
         for d in r["diffs"]:
             if d["kind"] == "layout":
@@ -233,7 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--start", type=int, default=0, help="first program index")
-    ap.add_argument("--only", help="comma-separated program indices to run")
+    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
+    ap.add_argument("--corpus", choices=("generated", "models", "all"), default="all",
+                    help="generated: gpu_programs.py's seeded programs; models: the flax / haiku / equinox / "
+                         "optax programs of models.py; all (default): both, reported apart")
     ap.add_argument("--gpu", default=DEFAULT_GPUS, help=f"comma-separated GPU names or config files ({DEFAULT_GPUS})")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per program")
@@ -254,16 +285,33 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as e:
             print(f"gpu_run: {e}", file=sys.stderr)
             return 2
-    indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+    corpora: list[tuple[str, list[dict[str, Any]]]] = []
+    if a.corpus in ("generated", "all"):
+        indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in indices]))
+    if a.corpus in ("models", "all"):
+        from .models import MODELS, available
+
+        missing = available()
+        if missing:
+            print(f"gpu_run: {missing}", file=sys.stderr)
+            return 2
+        names = a.only.split(",") if a.only and a.corpus == "models" else list(MODELS)
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            print(f"gpu_run: unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}", file=sys.stderr)
+            return 2
+        corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
     from .run import run_parallel
 
     reports, everything = [], {}
     for g in gpus:
-        tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "gpu": g, "refresh": a.refresh} for i in indices]
-        t0 = time.monotonic()
-        results = run_parallel(tasks, a.jobs, a.timeout)
-        reports.append(format_report(results, gpu_name(g), a.show, time.monotonic() - t0))
-        everything[gpu_name(g)] = results
+        for corpus, items in corpora:
+            tasks = [{**t, "cache": a.cache, "gpu": g, "refresh": a.refresh} for t in items]
+            t0 = time.monotonic()
+            results = run_parallel(tasks, a.jobs, a.timeout)
+            reports.append(format_report(results, f"{gpu_name(g)}, {corpus} corpus", a.show, time.monotonic() - t0))
+            everything[f"{gpu_name(g)}/{corpus}"] = results
     text = "\n\n".join(reports)
     print(text)
     if a.report:
