@@ -197,6 +197,15 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
         L.append("difference kinds (count):")
         for k, n in kinds.most_common(show):
             L.append(f"  {n:5d}  {k}")
+    unmatched = [(r, c) for r in results if r["status"] == "ok"
+                 for c in r.get("xla_copy_info", []) if not c["matched"]]
+    if unmatched:
+        L.append("")
+        L.append(f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
+                 "layout, a lifetime copy XLA could avoid):")
+        for r, c in unmatched:
+            what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
+            L.append(f"  [{r['id']}] {what}, of {_opcode_of(r, c['src'])} {c['src']}: {c['line'][:140]}")
     L.append("")
     L.append(f"first {show} differences (ours | XLA):")
     n = 0
