@@ -61,7 +61,8 @@ def resolve_target(target: str | Target, gpu: str | None = None) -> tuple[Target
 
 def _import(module: ir.Module | ir.Operation, target: str | Target, gpu: str | None = None):
     tgt, warning = resolve_target(target, gpu)
-    graph, handles = import_module(module, inline_calls=tgt.inline_calls)
+    graph, handles = import_module(module, inline_calls=tgt.inline_calls,
+                                   given_layouts=getattr(tgt, "reads_given_layouts", False))
     warnings = [warning] if warning else []
     for op, count in sorted(graph.unknown_ops.items()):
         warnings.append(f"note: {count} {op} op(s) unknown to the rules: "

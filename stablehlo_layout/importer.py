@@ -137,6 +137,17 @@ def conv_dims_from_labels(labels: str, op: ir.Operation | None = None) -> dict[s
             "output_batch": ob, "output_feature": of, "output_spatial": osp}
 
 
+def _given_layout(op: ir.Operation) -> L.Layout | None:
+    """The single-result layout the input already writes on ``op``, if any."""
+    attrs = op.attributes
+    if "result_layout" not in attrs:
+        return None
+    attr = attrs["result_layout"]
+    if not isinstance(attr, ir.DenseIntElementsAttr):
+        return None
+    return L.intern(int(x) for x in attr)
+
+
 def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
     """The attributes the rules and targets read, as plain Python data."""
     attrs = op.attributes
@@ -240,9 +251,11 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool, optimistic: bool = False) -> None:
+    def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool, optimistic: bool = False,
+                 given_layouts: bool = False) -> None:
         self.module = module.operation if isinstance(module, ir.Module) else module
         self.inline = inline_calls
+        self.given_layouts = given_layouts
         self.optimistic = optimistic
         self.g = Graph()
         self.h = Handles()
@@ -437,6 +450,10 @@ class _Importer:
                 attrs = dict(extracted)  # callers add capture bookkeeping to their own
             else:
                 attrs = _extract(op, name) if needs else {}
+            if self.given_layouts and len(op.results) == 1:
+                given = _given_layout(op)
+                if given is not None:
+                    attrs = {**attrs, "given_layout": given}
             ins = add_instr(name, cid, operands, attrs, op.location)  # _instr, written out
             ins.scope = scope
             hops.append(op)
@@ -742,13 +759,18 @@ class _CallsToFlatten(Exception):
     """The optimistic walk met a call: flatten the call graph and walk again."""
 
 
-def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False) -> tuple[Graph, Handles]:
-    """Build the constraint graph; with ``inline_calls`` calls are imported inline (XLA:CPU/GPU)."""
+def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False,
+                  given_layouts: bool = False) -> tuple[Graph, Handles]:
+    """Build the constraint graph; with ``inline_calls`` calls are imported inline (XLA:CPU/GPU).
+
+    With ``given_layouts`` an op's ``result_layout`` (the layout an HLO dump
+    gave the instruction before the pass) is kept as ``attrs["given_layout"]``.
+    """
     if inline_calls:
         try:
             # Nothing is written to the module before the walk ends, so a walk
             # abandoned at a call leaves it as it was.
-            return _Importer(module, inline_calls, optimistic=True).run()
+            return _Importer(module, inline_calls, optimistic=True, given_layouts=given_layouts).run()
         except _CallsToFlatten:
             pass
-    return _Importer(module, inline_calls).run()
+    return _Importer(module, inline_calls, given_layouts=given_layouts).run()

@@ -27,6 +27,10 @@ class Target:
     # stop once a round provably repeats the one before.  Off by default: a
     # user target must vouch for it.
     uniform_rounds = False
+    # The target reads the layouts the input already gives its instructions
+    # (``attrs["given_layout"]``, from ``result_layout``), as XLA:GPU's dot
+    # rules read an HLO instruction's existing layout.
+    reads_given_layouts = False
 
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's

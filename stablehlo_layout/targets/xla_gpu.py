@@ -13,8 +13,12 @@ What the GPU libraries need, and what this target therefore demands:
 * collectives want the gathered / scattered / split dimension most major;
   host transfers and receives use the default layout;
 * a reduction whose reduced dimensions hold at least 32 elements asks its
-  operand to put them most minor (a row reduction); reshapes keep size-1
-  dimensions where the other side's layout already had them.
+  operand to put them most minor (a row reduction); across a reshape a
+  size-1 dimension travels with its logical neighbour, and a layout the dump
+  already gives is kept where it is an equivalent bitcast layout;
+* a layout an XLA:GPU dump already gives an instruction (passes before
+  layout assignment set some) is its existing layout, which the dot rules
+  keep when cuBLAS can use it.
 
 Rules of XLA's pass that cannot be expressed on StableHLO are listed where
 they would go, with the reason.  The device is one of XLA's GPU target
@@ -134,6 +138,49 @@ def matrix_layout_ok(layout: L.Layout, element: str, batch: Sequence[int],
     return major_to_minor in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (2, 0, 1))
 
 
+def reshape_layout(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
+                   given: L.Layout | None = None) -> L.Layout | None:
+    """The layout XLA:GPU derives for one side of a reshape from the other's.
+
+    The dims that are not size 1 are aligned as AlignLayouts does.  Each
+    size-1 output dim then sits right above (more major than) the next dim
+    after it that is not size 1, and size-1 dims after the last such dim are
+    most minor: a size-1 dim travels with its logical neighbour, as in a
+    row-major reshape.  (Observed on jaxlib 0.10.2's XLA:GPU, e.g.
+    f32[10,20]{0,1} -> [1,10,20]{1,0,2}, [10,1,20]{0,2,1}, [10,20,1]{2,0,1};
+    AlignLayouts proper would put every size-1 dim most major.)  When the
+    dump already gives the derived side a layout (``given``) that is one of
+    these equivalent bitcast layouts, that layout stays, as XLA keeps it.
+    """
+    if 1 not in in_dims and 1 not in out_dims:
+        return L.align_layouts(in_dims, in_layout, out_dims)
+    if given is not None:
+        # A layout the dump already gives the other side stays, if it is one of
+        # the equivalent bitcast layouts.
+        kept = align_layouts_gpu(in_dims, in_layout, out_dims, given)
+        if kept == given:
+            return given
+    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
+    renum = {d: i for i, d in enumerate(keep_in)}
+    simple_in = tuple(renum[d] for d in in_layout if d in renum)
+    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
+    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
+    if simple is None:
+        return None
+    # Each kept output dim carries the size-1 dims just before it (descending,
+    # so the nearest is most minor); trailing size-1 dims lead, most minor.
+    last = keep_out[-1] if keep_out else -1
+    carried: dict[int, list[int]] = {}
+    before = 0
+    for d in keep_out:
+        carried[d] = list(range(d, before - 1, -1))
+        before = d + 1
+    layout = list(range(len(out_dims) - 1, last, -1))
+    for k in simple:
+        layout.extend(carried[keep_out[k]])
+    return L.intern(layout)
+
+
 def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
                       template: L.Layout) -> L.Layout | None:
     """AlignLayouts, but size-1 output dims stay where ``template`` has them.
@@ -141,7 +188,8 @@ def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Seq
     The non-degenerate dims are aligned as XLA's AlignLayouts does; walking
     the template from minor to major, each size-1 dim keeps its slot and
     every other slot takes the next aligned dim.  Any placement of size-1
-    dims is a bitcast, so this only avoids needless layout churn.
+    dims is a bitcast; ``reshape_layout`` uses it to recognise a given
+    layout that is equivalent to the derived one.
     """
     if 1 not in in_dims and 1 not in out_dims:
         return L.align_layouts(in_dims, in_layout, out_dims)
@@ -162,6 +210,7 @@ class XlaGpuTarget(Target):
     name = "xla-gpu"
     inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
     uniform_rounds = True
+    reads_given_layouts = True
 
     def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
                  force_conv_layout: str | None = None,
@@ -169,7 +218,7 @@ class XlaGpuTarget(Target):
         """``gpu`` is the device XLA compiles for: a ``GpuModel``, the name of a
         shipped config (``a100``, ``h100``, ...) or a ``GpuTargetConfigProto``
         text file; ``None`` means ``h100``.  ``rocm_nhwc`` stands for
-        TF_USE_ROCM_NHWC set on a ROCm device with NHWC support;
+        TF_USE_ROCM_NHWC set (it matters on ROCm devices with NHWC support);
         ``force_conv_layout`` ("nchw" / "nhwc") and ``pack_dot_operands_along_k``
         mirror the XLA debug flags xla_gpu_force_conv_nchw / _nhwc and
         xla_gpu_experimental_pack_dot_operands_along_k_dimension."""
@@ -213,7 +262,7 @@ class XlaGpuTarget(Target):
             dst = g.values[ins.results[0]].dims
             if not L.reshape_derivable(src, dst):
                 return None
-            lay = align_layouts_gpu(dst, output, src, self.existing_layout(g, ins.operands[0]))  # type: ignore[arg-type]
+            lay = reshape_layout(dst, output, src, self.given_layout(g, ins.operands[0]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
         return super().operand_from_output(g, ins, n, output, rule)
 
@@ -226,18 +275,34 @@ class XlaGpuTarget(Target):
             dst = g.values[ins.results[result]].dims
             if not L.reshape_derivable(src, dst):
                 return None
-            lay = align_layouts_gpu(src, operand, dst, self.existing_layout(g, ins.results[result]))  # type: ignore[arg-type]
+            lay = reshape_layout(src, operand, dst, self.given_layout(g, ins.results[result]))  # type: ignore[arg-type]
             return (lay, "target:gpu-reshape-bitcast") if lay is not None else None
         return super().output_from_operand(g, ins, n, operand, result, rule)
 
     # -- what the input already says about a value -----------------------------
+    @staticmethod
+    def given_layout(g: "Graph", vid: int) -> L.Layout | None:
+        """The layout the input dump writes on the instruction defining ``vid``, if any."""
+        ins = g.instrs[g.values[vid].producer]
+        given = ins.attrs.get("given_layout")
+        if given is not None and ins.results[0] == vid and len(given) == g.values[vid].rank:
+            return given
+        return None
+
     def existing_layout(self, g: "Graph", vid: int) -> L.Layout:
         """The layout XLA would find on the HLO before the pass.
 
-        HLO coming from JAX carries the default layout on every instruction,
-        except entry parameters and results, which carry the entry layout.
+        Entry parameters and results carry the entry layout.  An instruction
+        of an XLA:GPU dump may already carry another layout than the default
+        (passes before layout assignment set some, e.g. on transposes and the
+        reshapes around dots); XLA's dot rules keep such a layout when cuBLAS
+        can use it.  Everything else carries the default layout.
         """
         v = g.values[vid]
+        ins = g.instrs[v.producer]
+        given = ins.attrs.get("given_layout")
+        if given is not None and len(given) == v.rank and ins.results[0] == vid:
+            return given
         if g.entry is not None:
             comp = g.comps[g.entry]
             for p, mode in zip(comp.params, g.entry_param_modes):

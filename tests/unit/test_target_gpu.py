@@ -11,7 +11,7 @@ from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.errors import PassError
 from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu
-from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
+from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok, reshape_layout
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 
@@ -210,6 +210,20 @@ def test_align_layouts_gpu_keeps_size_one_dims_in_place():
     assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 1, 20), (0, 2, 3, 1)) == (0, 2, 3, 1)
     assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 20), (0, 1, 2)) == (0, 2, 1)
     assert align_layouts_gpu((10, 20), (0, 1), (200,), (0,)) is None
+
+
+def test_reshape_layout_size_one_dims_travel_with_their_neighbour():
+    # What jaxlib 0.10.2's XLA:GPU compiled for these reshapes (deviceless, H100).
+    assert reshape_layout((10, 20), (0, 1), (1, 10, 20)) == (1, 0, 2)
+    assert reshape_layout((10, 20), (0, 1), (10, 1, 20)) == (0, 2, 1)
+    assert reshape_layout((10, 20), (0, 1), (10, 20, 1)) == (2, 0, 1)
+    assert reshape_layout((10, 1, 20), (0, 2, 1), (10, 20)) == (0, 1)
+    # Row-major stays row-major, with any number of size-1 dims.
+    assert reshape_layout((2, 3), (1, 0), (1, 1, 2, 1, 3, 1)) == (5, 4, 3, 2, 1, 0)
+    # A given layout that is an equivalent bitcast layout is kept; another is not.
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(0, 2, 1)) == (0, 2, 1)
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(1, 2, 0)) == (2, 1, 0)
+    assert reshape_layout((10, 20), (0, 1), (200,)) is None
 
 
 @pytest.mark.parametrize("path", GPU_LIT_FILES, ids=[p.name for p in GPU_LIT_FILES])

@@ -23,9 +23,9 @@ DUMPS = Path(__file__).parent / "xla_gpu_dumps"
 PAIRS = sorted(DUMPS.glob("*/*.before.txt"))
 
 
-def test_the_dumps_cover_both_generations():
-    assert {p.parent.name for p in PAIRS} == {"a100", "h100"}
-    assert len(PAIRS) == 26
+def test_the_dumps_cover_four_generations():
+    assert {p.parent.name for p in PAIRS} == {"a100", "b200", "h100", "v100"}
+    assert len(PAIRS) == 2 * 18 + 2 * 3
 
 
 @pytest.mark.parametrize("before", PAIRS, ids=lambda p: f"{p.parent.name}/{p.name[:-11]}")
@@ -56,3 +56,13 @@ def test_the_same_dump_differs_by_gpu():
     # f16 goes NHWC from Volta on.
     f16 = DUMPS / "a100" / "conv_nchw_f16.before.txt"
     assert conv_results(f16, "v100") == {"__cudnn$convForward": (1, 3, 2, 0)}
+    # 3-D convolutions stay NCHW, Hopper included.
+    assert conv_results(DUMPS / "h100" / "conv3d_f32.before.txt", "h100") == {"__cudnn$convForward": (4, 3, 2, 1, 0)}
+
+
+def test_fp8_gemm_rule_by_generation():
+    # XLA copies the FP8 rhs to contracting-minor before Blackwell, not on it.
+    for gpu, copies in (("v100", 1), ("a100", 1), ("h100", 1), ("b200", 0)):
+        r = compare_dumps(str(DUMPS / gpu / "fp8_dot.before.txt"), str(DUMPS / gpu / "fp8_dot.after.txt"),
+                          target=XlaGpuTarget(gpu))
+        assert (r["xla_edges"], r["edges_matched"], r["our_edges"]) == (copies, copies, copies), gpu

@@ -11,6 +11,8 @@ Needs the oracle packages (test-only)::
     JAX_PLATFORMS=cpu .venv/bin/python tests/unit/xla_gpu_dumps/make.py [--gpu a100,h100] [NAME ...]
 
 Each program runs in its own process (XLA_FLAGS are read once per process).
+A100 and H100 get every program; B200 and V100 a few whose layouts depend
+on the generation (``--gpu b200,v100 conv_nchw_f32 conv_nchw_f16 fp8_dot``).
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ def programs():
                                                   feature_group_count=2)
         return jax.grad(lambda w: jnp.sum(c(x, w) ** 2))(w)
 
+    def transformer_loss(x, g, wqkv, wo, wi, wout, heads=4):
+        # A pre-norm attention + MLP block as model code writes it: the head
+        # split and merge are reshapes and transposes around batched dots.
+        b, t, d = x.shape
+        h = x * lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * g
+        q, k, v = jnp.split(h @ wqkv, 3, axis=-1)
+        split = lambda a: a.reshape(b, t, heads, d // heads).transpose(0, 2, 1, 3)
+        q, k, v = split(q), split(k), split(v)
+        att = jax.nn.softmax(jnp.einsum("bhqd,bhkd->bhqk", q, k) / (d // heads) ** 0.5, axis=-1)
+        o = jnp.einsum("bhqk,bhkd->bhqd", att, v).transpose(0, 2, 1, 3).reshape(b, t, d)
+        x = x + o @ wo
+        return jnp.sum(x + jax.nn.gelu(x @ wi) @ wout)
+
     def conv_bias_relu(x, w, b):
         return jax.nn.relu(conv(nhwc)(x, w) + b)
 
@@ -81,6 +96,21 @@ def programs():
         "dots_f32": (dots, [((4, 8, 16), f32), ((4, 16, 8), f32), ((8, 32), f32)]),
         "sort_topk_f32": (sort_topk, [((16, 8), f32)]),
         "linalg_f32": (linalg, [((8, 8), f32), ((8, 4), f32)]),
+        # Large enough for XLA:GPU's TopK kernel (a __gpu$TopK custom call),
+        # read from a transposed operand as XLA's TopKLayout test does.
+        "topk_transposed_f32": (lambda x: lax.top_k(x.T, 8), [((4096, 16), f32)]),
+        # Host offloading: MoveToHost / MoveToDevice custom calls.
+        "host_offload_f32": (lambda x: jax.device_put(jax.device_put(jnp.sin(x).T, jax.memory.Space.Host),
+                                                      jax.memory.Space.Device) * 2, [((16, 32), f32)]),
+        # FP8 GEMMs want the contracting dims most minor, except on Blackwell.
+        "fp8_dot": (lambda a, b: jnp.dot(a, b, preferred_element_type=f32),
+                    [((16, 32), jnp.float8_e4m3fn), ((32, 64), jnp.float8_e4m3fn)]),
+        "conv3d_f32": (lambda x, w: lax.conv_general_dilated(x, w, (1, 1, 1), "SAME",
+                                                             dimension_numbers=("NCDHW", "OIDHW", "NCDHW")),
+                       [((2, 4, 8, 8, 8), f32), ((8, 4, 3, 3, 3), f32)]),
+        "transformer_grad_f32": (jax.grad(transformer_loss, argnums=(0, 2, 3)),
+                                 [((1, 8, 16), f32), ((16,), f32), ((16, 48), f32), ((16, 16), f32),
+                                  ((16, 32), f32), ((32, 16), f32)]),
         # A weight gradient cuDNN cannot run: XLA:GPU leaves it a convolution.
         "grouped_filter_grad_f32": (grouped_filter_grad, [((1, 6, 6, 5), f32), ((3, 3, 3, 8), f32)]),
         # XLA:GPU makes a reduction a row reduction only when the reduced
