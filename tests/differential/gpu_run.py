@@ -134,6 +134,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         "our_copies": total("our_copies"), "our_copies_unmatched": total("our_copies_unmatched"),
         "xla_bytes": total("xla_copy_bytes"), "our_bytes": total("our_copy_bytes"),
         "agreeing_programs": sum(1 for r in ok if r.get("agrees")),
+        "more_copies": [r["id"] for r in ok if r.get("our_copies", 0) > r.get("xla_copies", 0)],
+        "more_bytes": [r["id"] for r in ok if r.get("our_copy_bytes", 0) > r.get("xla_copy_bytes", 0)],
         "equivalent": sum(1 for r in ok for d in r["diffs"] if d["kind"] == "layout" and d.get("equivalent")),
     }
 
@@ -190,6 +192,9 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
              f"{_pct(s['xla_copies_matched'], s['xla_copies'])};  ours {s['our_copies']}, "
              f"of which XLA does not make {s['our_copies_unmatched']}")
     L.append(f"copy bytes: ours {s['our_bytes']}  XLA {s['xla_bytes']}")
+    for label in ("copies", "bytes"):
+        ids = s[f"more_{label}"]
+        L.append(f"programs where ours has MORE {label} than XLA: {len(ids)}" + (f": {', '.join(ids[:8])}" if ids else ""))
     L.append(f"programs agreeing fully: {s['agreeing_programs']}/{s['compared']}")
     kinds = difference_kinds(results)
     if kinds:
