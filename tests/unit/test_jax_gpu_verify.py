@@ -79,3 +79,15 @@ def test_cpu_verification_compares_entry_layouts_only():
     assert a.verified is True
     assert a.verification.oracle == "XLA:CPU" and not a.verification.copies_compared
     assert a.verification.compared == "2 entry layouts, against XLA:CPU"
+
+
+@needs_oracle
+def test_auto_entry_layouts_are_compared_with_the_ones_xla_gpu_chose():
+    from jax.experimental.layout import Layout
+
+    a = analyze(conv_relu, X, W, in_layouts=Layout.AUTO, out_layouts=Layout.AUTO,
+                target="xla-gpu", gpu="h100", verify=True)
+    assert a.verified is True, a.mismatches
+    # Left open, every entry goes NHWC on the H100 and no copy is needed.
+    assert [e.xla for e in a.params + a.results] == [(1, 3, 2, 0)] * 3
+    assert a.copies == [] and a.verification.xla_copies == []
