@@ -262,6 +262,28 @@ class XlaSide:
             return self.source(ins.operands[idx[0]], idx[1:])
         return name, idx
 
+    def through_branches(self, key: Key) -> Key:
+        """A conditional branch's parameter element stands for the conditional's operand.
+
+        StableHLO's branches read the caller's values directly, so the copy we
+        make inside a branch is of the caller's value; XLA's is of the branch
+        parameter.  Both are the same data: key XLA's by the operand it holds.
+        """
+        name, idx = key
+        ins = self.hlo.instrs.get(name)
+        if ins is None or ins.opcode != "parameter":
+            return key
+        comp = self.hlo.comps[ins.comp]
+        conds = [(i, a, k) for i, a, k in comp.callers if self.hlo.instrs[i].opcode == "conditional"]
+        if len(comp.callers) != 1 or len(conds) != 1:
+            return key
+        cond, attr, k = conds[0]
+        operand = {"true_computation": 1, "false_computation": 2}.get(attr, k + 1)
+        operands = self.hlo.instrs[cond].operands
+        if operand >= len(operands):
+            return key
+        return self.through_branches(self.source(operands[operand], idx))
+
     def consumers(self, name: str, skip_added_copies: bool = True) -> list[str]:
         ins = self.hlo.instrs[name]
         out: list[str] = []
@@ -421,7 +443,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         xla_bytes += nbytes
         src = xla.source(ci.operands[0])
         lay = ci.shape.layout if isinstance(ci.shape, ArrayShape) else None
-        xla_copy_keys.append((key_text(canonical(src, after)), format_layout(lay)))
+        xla_copy_keys.append((key_text(canonical(xla.through_branches(src), after)), format_layout(lay)))
         for cons in xla.consumers(c):
             e = (key_text(canonical(src, after)), cons, format_layout(lay))
             xla_edges[e] += 1

@@ -226,7 +226,18 @@ def s_reduce_axes(b: P._Builder) -> None:
 
 
 def s_topk(b: P._Builder) -> None:
-    """top_k over the last axis (XLA:GPU's TopK), or a sort / argsort on any axis."""
+    """top_k over the last axis, or a sort / argsort on any axis.
+
+    XLA:GPU sorts a small top_k and runs one over 1024 or more elements as its
+    TopK kernel (the ``__gpu$TopK`` custom call): both come up.
+    """
+    if b.rng.random() < 0.35:
+        batch: tuple[int, ...] = b.rng.choice([(), (1,), (2,), (3,), (2, 2)])
+        n = b.rng.choice((1024, 2048))
+        x = b.new_arg(batch + (n,))
+        k = b.rng.choice((1, 2, 4, 8))
+        b.add(f"top_k(k={k}, n={n}, batch={batch})", lambda x: lax.top_k(x, k), [x])
+        return
     x = b.pick(lambda v: len(v.shape) >= 1 and v.shape[-1] >= 2, (1, 3))
     shape = b.shape(x)
     mode = b.rng.choice(["top_k", "top_k", "sort", "argsort", "sort_kv"])
@@ -336,7 +347,7 @@ GPU_STEP_KINDS: dict[str, Callable[[P._Builder], None]] = {
 }
 STEP_KINDS = {**P.STEP_KINDS, **GPU_STEP_KINDS}
 WEIGHTS = {**P.WEIGHTS, "conv": 1, "lapack": 1, "gpu_conv": 4, "gpu_conv_grad": 3, "gpu_attention": 2,
-           "gpu_reduce": 2, "gpu_batchnorm": 2, "gpu_topk": 2, "gpu_fft": 2, "gpu_linalg": 2}
+           "gpu_reduce": 2, "gpu_batchnorm": 2, "gpu_topk": 3, "gpu_fft": 2, "gpu_linalg": 2}
 
 
 # -- whole models --------------------------------------------------------------------------

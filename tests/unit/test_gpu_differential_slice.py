@@ -31,9 +31,9 @@ GPUS = ("a100", "h100")
 
 # Measured on this slice when it was last raised, per corpus (the same on both GPUs): values agreeing,
 # non-trivial values agreeing, XLA copies matched by (source, layout).  The generated slice's unmatched
-# copies are the no-relayout copies of in-place cuSOLVER operands and a conditional's branch copies.
+# copies are XLA's f16 batched-dot operand copies (s0/4: batch dim not most major).
 FLOORS = {
-    "generated": {"values": 1.0, "nontrivial": 1.0, "copies": 0.82},
+    "generated": {"values": 1.0, "nontrivial": 1.0, "copies": 0.93},
     "models": {"values": 1.0, "nontrivial": 1.0, "copies": 1.0},
 }
 
