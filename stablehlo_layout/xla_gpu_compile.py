@@ -54,9 +54,13 @@ class XlaGpuCompilation:
 
 
 def plugin_available() -> bool:
+    """Whether XLA:GPU's compiler plugin is installed (looked up, not loaded: loading starts CUDA probing)."""
     import importlib.util
 
-    return importlib.util.find_spec(PLUGIN_MODULE) is not None
+    try:
+        return importlib.util.find_spec(PLUGIN_MODULE) is not None
+    except ModuleNotFoundError:  # not even the jax_plugins namespace is there
+        return False
 
 
 _DEVICES: dict[str, Any] = {}

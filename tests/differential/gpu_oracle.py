@@ -34,11 +34,11 @@ SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "gpus")
 
 def oracle_available() -> tuple[bool, str]:
     """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not)."""
-    try:
-        import jax_plugins.xla_cuda12  # noqa: F401  (the plugin registers XLA:GPU)
-    except ImportError as e:
-        return False, (f"XLA:GPU's compiler is not installed ({e}); install the test extra: "
-                       "pip install -e '.[gpu-oracle]'")
+    from stablehlo_layout.xla_gpu_compile import plugin_available
+
+    if not plugin_available():
+        return False, ("XLA:GPU's compiler (jax-cuda12-plugin / jax-cuda12-pjrt) is not installed; "
+                       "install the test extra: pip install -e '.[gpu-oracle]'")
     return True, ""
 
 
