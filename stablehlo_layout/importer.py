@@ -137,6 +137,11 @@ def conv_dims_from_labels(labels: str, op: ir.Operation | None = None) -> dict[s
             "output_batch": ob, "output_feature": of, "output_spatial": osp}
 
 
+# The layout an HLO dump writes on an entry parameter instruction, when it is
+# not the default (mlir.py keeps it as this argument attribute).
+HLO_PARAMETER_LAYOUT = "stablehlo_layout.hlo_layout"
+
+
 def _given_layout(op: ir.Operation) -> L.Layout | None:
     """The single-result layout the input already writes on ``op``, if any."""
     attrs = op.attributes
@@ -558,6 +563,11 @@ class _Importer:
             _mode(_requested(a), module_result, i, v, where, f"result {i}")
             for i, (a, v) in enumerate(zip(res_attrs, results))
         ]
+        if self.given_layouts:
+            for p, a in zip(comp.params, arg_attrs):
+                text = a.get(HLO_PARAMETER_LAYOUT)
+                if text is not None:
+                    self.g.instrs[p].attrs["given_layout"] = L.intern(int(x) for x in text.split(",") if x)
         for i, a in enumerate(arg_attrs):
             alias = a.get("tf.aliasing_output")
             if alias is not None:
@@ -686,6 +696,8 @@ def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
                 out[i][name] = ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else str(ir.IntegerAttr(a).value)
         if CHOSEN_MARK in d:
             out[i][CHOSEN_MARK] = ""
+        if HLO_PARAMETER_LAYOUT in d:
+            out[i][HLO_PARAMETER_LAYOUT] = ",".join(str(int(x)) for x in ir.DenseIntElementsAttr(d[HLO_PARAMETER_LAYOUT]))
     return out
 
 

@@ -583,8 +583,48 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context) -> ir.Module:
     locate = _hlo_locator(prepared)
     module = _parse(bytecode, path, ctx, locate)  # verified by the parse
     _restore_entry_layout_modes(module, text, path)
+    _restore_parameter_layouts(module, prepared)
     _restore_cudnn_conv_attributes(module, prepared, path)
     return module
+
+
+# An entry parameter instruction may carry another layout than the entry
+# computation layout pins (XLA's own unit tests write them; XLA:GPU's dumps
+# give every parameter the default).  The converter keeps only the entry
+# layout; the instruction's own is its existing layout for XLA:GPU's dot rules.
+HLO_PARAMETER_LAYOUT = "stablehlo_layout.hlo_layout"
+_ENTRY_PARAMETER = re.compile(
+    r"^[ \t]*%?[A-Za-z_][\w.\-]*[ \t]*=[ \t]*\w+\[([\d,]*)\]\{([\d,]*)[}:][^=\n]*?\bparameter\((\d+)\)", re.M)
+
+
+def _restore_parameter_layouts(module: ir.Module, text: str) -> None:
+    entry = re.search(r"^ENTRY\b", text, re.M)
+    if entry is None:
+        return
+    end = re.search(r"^\}", text[entry.end():], re.M)
+    body = text[entry.end(): entry.end() + end.start() if end else len(text)]
+    found: dict[int, list[int]] = {}
+    for m in _ENTRY_PARAMETER.finditer(body):
+        dims = [d for d in m.group(1).split(",") if d]
+        layout = [int(x) for x in m.group(2).split(",") if x]
+        if len(layout) == len(dims) >= 2 and layout != list(range(len(dims) - 1, -1, -1)):
+            found[int(m.group(3))] = layout
+    main = next((f for f in module.body.operations if f.operation.name == "func.func"
+                 and ir.StringAttr(f.attributes["sym_name"]).value == "main"), None)
+    if not found or main is None:
+        return
+    with module.context:
+        ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        existing = list(ir.ArrayAttr(main.attributes["arg_attrs"])) if "arg_attrs" in main.attributes else []
+        entries = []
+        for i in range(len(ftype.inputs)):
+            d = ir.DictAttr(existing[i]) if i < len(existing) else ir.DictAttr.get({})
+            values = {d[k].name: d[k].attr for k in range(len(d))}
+            if i in found:
+                values[HLO_PARAMETER_LAYOUT] = ir.Attribute.parse(
+                    f"dense<[{', '.join(map(str, found[i]))}]> : tensor<{len(found[i])}xindex>")
+            entries.append(ir.DictAttr.get(values))
+        main.attributes["arg_attrs"] = ir.ArrayAttr.get(entries)
 
 
 # XLA:GPU forms cuDNN convolutions as custom calls before layout assignment;

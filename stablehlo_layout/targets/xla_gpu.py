@@ -292,27 +292,15 @@ class XlaGpuTarget(Target):
     def existing_layout(self, g: "Graph", vid: int) -> L.Layout:
         """The layout XLA would find on the HLO before the pass.
 
-        Entry parameters and results carry the entry layout.  An instruction
-        of an XLA:GPU dump may already carry another layout than the default
-        (passes before layout assignment set some, e.g. on transposes and the
-        reshapes around dots); XLA's dot rules keep such a layout when cuBLAS
-        can use it.  Everything else carries the default layout.
+        XLA:GPU's module before layout assignment gives every instruction the
+        default layout, entry parameters included (their pinned layouts live
+        in the entry computation layout only: seen on every parameter of the
+        harness's dumps), except where an earlier pass laid one out (e.g.
+        transposes and the reshapes around dots); such a layout comes with
+        the input as ``given_layout``.  XLA's dot rules keep an existing
+        layout when cuBLAS can use it.
         """
-        v = g.values[vid]
-        ins = g.instrs[v.producer]
-        given = ins.attrs.get("given_layout")
-        if given is not None and len(given) == v.rank and ins.results[0] == vid:
-            return given
-        if g.entry is not None:
-            comp = g.comps[g.entry]
-            for p, mode in zip(comp.params, g.entry_param_modes):
-                if g.instrs[p].results[0] == vid and isinstance(mode, tuple) and len(mode) == v.rank:
-                    return mode
-            root = g.instrs[comp.root]
-            for r, mode in zip(root.operands, g.entry_result_modes):
-                if r == vid and isinstance(mode, tuple) and len(mode) == v.rank:
-                    return mode
-        return L.default_layout(v.rank)
+        return self.given_layout(g, vid) or L.default_layout(g.values[vid].rank)
 
     # -- helpers to set constraints ---------------------------------------------
     def _set_instruction(self, engine: "Engine", iid: int, layouts: list[L.Layout | None],

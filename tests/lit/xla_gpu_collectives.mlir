@@ -34,15 +34,18 @@ func.func public @main(%x: tensor<8x16xf32>, %y: tensor<4x8x16xf32>, %z: tensor<
   return %0, %1, %2 : tensor<8x64xf32>, tensor<4x8x4xf32>, tensor<32x4x4xf32>
 }
 
-// GPUT "RaggedAllToAllLayoutSetRaggedDimToMajor": JAX writes
-// ragged-all-to-all as custom_call @ragged_all_to_all.  Dim 0 goes most
-// major in the result's existing layout, the pinned {0,1,2}: {1,2,0}.  The
-// op cannot change layout, so input and output buffer operands both read
-// {1,2,0} (two copies), and the result is copied back to {0,1,2}.
+// XLA's RaggedAllToAllLayoutSetRaggedDimToMajor as JAX writes it (custom_call
+// @ragged_all_to_all): dim 0 goes most major in the result's existing
+// layout, which in XLA:GPU's module before layout assignment is the default
+// (the pinned entry layouts live only in the entry computation layout), so
+// {2,1,0}.  The op cannot change layout, so input and output buffer operands
+// both read {2,1,0} (two copies of the pinned parameters), and the result is
+// copied back to the pinned {0,1,2}.  (XLA's unit test writes the layouts on
+// the instructions themselves: tests/unit/xla_gpu_scenarios.)
 // RAGGED-LABEL: func.func public @main
-// RAGGED-DAG:     %[[O:.+]] = mhlo.copy %arg1 {{.*}}xla_shape = "f32[32,4,8]{1,2,0}"
-// RAGGED-DAG:     %[[I:.+]] = mhlo.copy %arg0 {{.*}}xla_shape = "f32[16,4,8]{1,2,0}"
+// RAGGED-DAG:     %[[I:.+]] = mhlo.copy %arg0 {{.*}}xla_shape = "f32[16,4,8]{2,1,0}"
+// RAGGED-DAG:     %[[O:.+]] = mhlo.copy %arg1 {{.*}}xla_shape = "f32[32,4,8]{2,1,0}"
 // RAGGED:         %[[R:.+]] = stablehlo.custom_call @ragged_all_to_all(%[[I]], %[[O]],
-// RAGGED-SAME:      xla_shape = "f32[32,4,8]{1,2,0}"
+// RAGGED-SAME:      xla_shape = "f32[32,4,8]{2,1,0}"
 // RAGGED:         mhlo.copy %[[R]]
 // RAGGED-SAME:      xla_shape = "f32[32,4,8]{0,1,2}"

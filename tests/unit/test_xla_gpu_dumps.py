@@ -66,3 +66,14 @@ def test_fp8_gemm_rule_by_generation():
         r = compare_dumps(str(DUMPS / gpu / "fp8_dot.before.txt"), str(DUMPS / gpu / "fp8_dot.after.txt"),
                           target=XlaGpuTarget(gpu))
         assert (r["xla_edges"], r["edges_matched"], r["our_edges"]) == (copies, copies, copies), gpu
+
+
+@pytest.mark.parametrize("name", ["convnet_grad_nhwc_bf16", "transformer_grad_f32", "linalg_f32"])
+def test_a_run_on_its_own_output_changes_nothing(name: str):
+    # The layouts our output writes are read back as the instructions' given
+    # layouts (as XLA:GPU reads a laid-out module's); the answer is the same.
+    ctx = mlir.make_context()
+    first = assign_module(mlir.read_input(str(DUMPS / "h100" / f"{name}.before.txt"), ctx), "xla-gpu", gpu="h100")
+    text = str(first.module)
+    again = assign_module(mlir.load(text.encode(), "out.mlir", ctx), "xla-gpu", gpu="h100")
+    assert str(again.module) == text
