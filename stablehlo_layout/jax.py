@@ -514,8 +514,9 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
                         f"for {len(flat_in)} flat arguments and {len(flat_out)} flat outputs")
     out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
                       entry_layouts, warnings, context=ctx)
-    if verify and target == "xla-gpu":
-        _verify_gpu(out, fn, structs, in_formats, out_formats, gpu)
+    on_gpu, device = _gpu_of(target, gpu)
+    if verify and on_gpu:
+        _verify_gpu(out, fn, structs, in_formats, out_formats, device)
     elif verify:
         _verify(out, fn, structs, in_formats, out_formats)
     return out
@@ -562,7 +563,16 @@ def _verify(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats) -> N
     a.verification = Verification(f"XLA:{platform.upper()}", len(a.params) + len(a.results), list(a.mismatches))
 
 
-def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, gpu: str | None) -> None:
+def _gpu_of(target: Any, gpu: str | None) -> tuple[bool, Any]:
+    """Whether the analysis is XLA:GPU's, and for which GPU (a name, a file, a GpuModel; None: the default)."""
+    from .targets.xla_gpu import XlaGpuTarget
+
+    if isinstance(target, XlaGpuTarget):
+        return True, target.gpu
+    return target == "xla-gpu", gpu
+
+
+def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, gpu: Any) -> None:
     """Compile deviceless with XLA:GPU for ``gpu``; compare entry layouts and copies one to one."""
     from .xla_gpu_compile import compile_deviceless
 

@@ -66,11 +66,12 @@ def plugin_available() -> bool:
 _DEVICES: dict[str, Any] = {}
 
 
-def gpu_device(gpu: str | None) -> tuple[Any, str]:
-    """A deviceless XLA:GPU device for ``gpu`` (shipped name, config file, or None for the default)."""
+def gpu_device(gpu: Any) -> tuple[Any, str]:
+    """A deviceless XLA:GPU device for ``gpu``: a shipped name, a config file, None (the default) or a GpuModel."""
     from .targets import load_gpu
+    from .targets.gpu_config import GpuModel
 
-    model = load_gpu(gpu)
+    model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)
     if not plugin_available():
         raise PassError(f"verify=True with target xla-gpu compiles with XLA:GPU, which is not installed: {INSTALL_HINT}")
     if model.platform != "cuda":
@@ -103,7 +104,7 @@ def on_device(formats: Any, device: Any) -> Any:
 
 
 def compile_deviceless(jitted_for: Any, structs: list[Any], in_formats: Any, out_formats: Any,
-                       gpu: str | None) -> XlaGpuCompilation:
+                       gpu: Any) -> XlaGpuCompilation:
     """Compile for ``gpu``; ``jitted_for(in_formats, out_formats)`` builds the ``jax.jit`` object."""
     import jax
     from jax.sharding import SingleDeviceSharding

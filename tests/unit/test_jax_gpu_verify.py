@@ -91,3 +91,12 @@ def test_auto_entry_layouts_are_compared_with_the_ones_xla_gpu_chose():
     # Left open, every entry goes NHWC on the H100 and no copy is needed.
     assert [e.xla for e in a.params + a.results] == [(1, 3, 2, 0)] * 3
     assert a.copies == [] and a.verification.xla_copies == []
+
+
+@needs_oracle
+def test_a_gpu_target_object_is_verified_for_its_own_gpu():
+    from stablehlo_layout.targets.xla_gpu import XlaGpuTarget
+
+    a = analyze(conv_relu, X, W, target=XlaGpuTarget(gpu="a100"), verify=True)
+    assert a.verified is True, a.mismatches
+    assert a.verification.copies_compared and "a100 (sm_8.0" in a.verification.oracle
