@@ -9,7 +9,8 @@ models as people write them for GPUs:
   XLA:GPU's backward-input and backward-filter convolutions);
 * attention blocks (layer norm, multi-head attention, MLP), forward or with
   their gradient;
-* MLPs with layer norm and their gradient.
+* MLPs with layer norm and their gradient;
+* layer stacks scanned over stacked weights (``lax.scan``), maybe with their gradient.
 
 The other seven compose steps, drawn from the CPU generator's menu
 (``programs.STEP_KINDS``: transposes, reshapes, dots, pads, loops, conds, ...)
@@ -469,12 +470,44 @@ def m_mlp(b: P._Builder) -> None:
     b.add(f"mlp_step[widths={widths}, n={n}, {_dtype_name(dtype)}]", lambda *a: _flat(fn(*a)), [x] + ps)
 
 
+def m_scanned_layers(b: P._Builder) -> None:
+    """A layer stack as ``lax.scan`` over stacked weights (flax's nn.scan, remat-free); maybe its grad.
+
+    XLA sees a while loop whose body slices one layer's weights per step: the
+    loop-carried activations and the dynamic slices of the stack get layouts.
+    """
+    rng = b.rng
+    dtype = rng.choice((jnp.float32, jnp.float32, jnp.bfloat16))
+    layers, n, d = rng.choice((1, 2, 3)), _size(rng, (2, 4), 0.3), rng.choice((4, 8, 16))
+    x = b.new_arg((n, d), dtype)
+    ps = _params(b, [(layers, d, d), (layers, d)], dtype)
+    mode = rng.choice(["forward", "grad"])
+
+    def stack(params: list[Any], x: Any) -> Any:
+        def layer(h: Any, p: Any) -> tuple[Any, Any]:
+            w, g = p
+            y = jax.nn.gelu(h @ w)
+            y = (y - jnp.mean(y, -1, keepdims=True)) * lax.rsqrt(jnp.var(y, -1, keepdims=True) + 1e-5) * g
+            return h + y, jnp.sum(y.astype(jnp.float32))
+
+        h, sums = lax.scan(layer, x, tuple(params))
+        return h, sums
+
+    def fn(x: Any, *params: Any) -> Any:
+        if mode == "forward":
+            return stack(list(params), x)
+        return tuple(jax.grad(lambda p, x: jnp.sum(stack(p, x)[0].astype(jnp.float32) ** 2))(list(params), x))
+
+    b.add(f"scanned_layers[L={layers}, n={n}, d={d}, {_dtype_name(dtype)}] {mode}", lambda *a: _flat(fn(*a)), [x] + ps)
+
+
 MODEL_KINDS: dict[str, Callable[[P._Builder], None]] = {
     "convnet": m_convnet,
     "transformer": m_transformer,
     "mlp": m_mlp,
+    "scanned_layers": m_scanned_layers,
 }
-MODEL_WEIGHTS = {"convnet": 3, "transformer": 2, "mlp": 1}
+MODEL_WEIGHTS = {"convnet": 3, "transformer": 2, "mlp": 1, "scanned_layers": 1}
 
 
 def _flat(out: Any) -> Any:

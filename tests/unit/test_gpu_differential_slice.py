@@ -124,7 +124,7 @@ def test_generator_is_deterministic_and_covers_gpu_families():
     steps = " | ".join(s for i in range(120) for s in generate(0, i).steps)
     for family in ("conv(", "grad(0, 1) conv", "bfloat16", "float16", "+bias_relu", "attention", "convnet[",
                    "transformer_block[", "batch_norm", "reduce_", "top_k", "cumsum", "fft", "loop", "cond(",
-                   "linalg.", "mlp_step["):
+                   "linalg.", "mlp_step[", "scanned_layers["):
         assert family in steps, family
     assert any(1 in tuple(int(x) for x in a.strip("]").split("[")[1].split(",") if x.strip())
                for i in range(20) for a in generate(0, i).describe()["args"]), "size-1 dimensions"
