@@ -7,6 +7,12 @@
     a            # a table: entry layouts (XLA and JAX order), every copy, why, fix
     a.copies     # explain.CopyReport objects; a.copies[0].explain() is the full story
     a.verified   # True when XLA:CPU chose the same entry layouts
+    a.verification.compared  # what was held against which compiler
+
+With ``target="xla-gpu", gpu="a100", verify=True`` the function is compiled
+deviceless by XLA:GPU for that GPU and both the entry layouts and the copies
+(ours and the ones XLA's layout assignment added, one to one by shape and
+layouts) are compared.
 
 Two orders are in play.  XLA's ``minor_to_major`` lists the fastest-varying
 dimension first; JAX's ``Layout(major_to_minor)`` is the same list reversed.
@@ -249,6 +255,39 @@ class EntryLayout:
 
 
 @dataclass
+class Verification:
+    """What ``verify=True`` compared, against which compiler, and what differed.
+
+    On XLA:CPU the entry layouts are compared.  With ``target="xla-gpu"`` the
+    function is compiled deviceless by XLA:GPU for the analysis' GPU, and both
+    the entry layouts and the copies are compared: XLA's added copies and ours,
+    one to one by (shape, from layout, to layout).
+    """
+
+    oracle: str  # e.g. "XLA:CPU" or "XLA:GPU a100 (sm_8.0, cuDNN 8.9.4), compiled deviceless"
+    entry_compared: int  # entry parameters and results compared
+    entry_mismatches: list[str] = field(default_factory=list)
+    copies_compared: bool = False
+    xla_copies: list[Any] = field(default_factory=list)  # xla_gpu_compile.XlaCopy
+    copies_matched: int = 0  # pairs (ours, XLA's) with the same shape and layouts
+    copy_mismatches: list[str] = field(default_factory=list)
+    late_error: str = ""  # an XLA pass after layout assignment failed deviceless
+
+    @property
+    def agrees(self) -> bool:
+        return not self.entry_mismatches and not self.copy_mismatches
+
+    @property
+    def compared(self) -> str:
+        """One line: what was held against what."""
+        text = f"{self.entry_compared} entry layouts"
+        if self.copies_compared:
+            text += (f" and copies one to one by (shape, from, to): XLA {len(self.xla_copies)}, "
+                     f"matched {self.copies_matched}")
+        return f"{text}, against {self.oracle}"
+
+
+@dataclass
 class JaxAnalysis:
     """The pass run on one JAX function: rewritten module, entry layouts, explained copies."""
 
@@ -271,6 +310,7 @@ class JaxAnalysis:
     # which copies its layout pass made, so copies are never claimed to agree.
     compared: list[str] = field(default_factory=list)
     context: Any = None  # the MLIR context the module lives in (kept alive with it)
+    verification: Verification | None = None  # what verify=True compared (None: not checked)
 
     # -- the numbers -------------------------------------------------------
 
@@ -324,7 +364,7 @@ class JaxAnalysis:
     def _entry_rows(self) -> tuple[list[str], list[list[str]]]:
         head = ["entry", "shape", "requested", "chosen (XLA m2m)", "JAX major_to_minor"]
         if self.verified is not None:
-            head.append("XLA:CPU chose")
+            head.append("XLA:GPU chose" if self._gpu_verified else "XLA:CPU chose")
         rows = []
         for e in [*self.params, *self.results]:
             row = [f"{'param' if e.kind == 'parameter' else 'result'} {e.index}", e.shape, e.requested,
@@ -351,12 +391,20 @@ class JaxAnalysis:
                          f"{rule_text(c.reason)} ({c.reason})", fix])
         return head, rows
 
+    @property
+    def _gpu_verified(self) -> bool:
+        return self.verification is not None and self.verification.copies_compared
+
     def _headline(self) -> str:
         n = len(self.copies)
         total = sum(c.bytes for c in self.copies if c.bytes is not None)
         line = (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {total} B "
                 f"(target {self.target}, entry layouts {self.entry_layouts})")
-        if self.verified is not None:
+        if self._gpu_verified:
+            assert self.verification is not None
+            verdict = "verified" if self.verified else f"{len(self.mismatches)} difference(s) from XLA"
+            line += f"; {verdict}: {self.verification.compared}"
+        elif self.verified is not None:
             n = len(self.params) + len(self.results)
             agree = n - len([m for m in self.mismatches if not m.startswith("XLA reports")])
             line += (f"; entry layouts: {agree} of {n} as {self._compiler} compiled them"
@@ -458,7 +506,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     or a sequence with one per flat argument / output; each a jax ``Layout``,
     ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).
     ``verify=True`` also compiles ``fn`` on the local backend with the same
-    layouts and records whether XLA chose the entry layouts we did.
+    layouts and records whether XLA chose the entry layouts we did; with
+    ``target="xla-gpu"`` it compiles deviceless with XLA:GPU for ``gpu``
+    (needs the ``gpu-oracle`` extra) and compares the entry layouts and the
+    copies one to one.  ``result.verification`` says what was compared.
     ``gpu`` names the device of ``target="xla-gpu"`` (``"a100"``, ``"h100"``,
     ... or a GpuTargetConfigProto text file; h100 when omitted).
     ``as_compiled`` (the default) lays out the module XLA itself is about to
@@ -509,7 +560,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
                         f"for {len(flat_in)} flat arguments and {len(flat_out)} flat outputs")
     out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
                       entry_layouts, warnings, context=ctx)
-    if verify:
+    on_gpu, device = _gpu_of(target, gpu)
+    if verify and on_gpu:
+        _verify_gpu(out, fn, structs, in_formats, out_formats, device)
+    elif verify:
         _verify(out, fn, structs, in_formats, out_formats)
     return out
 
@@ -561,6 +615,53 @@ def _verify(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats) -> N
                     f"{e.kind} {e.index} {e.shape} ({e.requested}): ours {_fmt(e.minor_to_major)}, "
                     f"XLA:{platform.upper()} {_fmt(x)}")
     a.verified = not a.mismatches
+    a.verification = Verification(f"XLA:{platform.upper()}", len(a.params) + len(a.results), list(a.mismatches))
+
+
+def _gpu_of(target: Any, gpu: str | None) -> tuple[bool, Any]:
+    """Whether the analysis is XLA:GPU's, and for which GPU (a name, a file, a GpuModel; None: the default)."""
+    from .targets.xla_gpu import XlaGpuTarget
+
+    if isinstance(target, XlaGpuTarget):
+        return True, target.gpu
+    return target == "xla-gpu", gpu
+
+
+def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, gpu: Any) -> None:
+    """Compile deviceless with XLA:GPU for ``gpu``; compare entry layouts and copies one to one."""
+    from .xla_gpu_compile import compile_deviceless
+
+    xla = compile_deviceless(lambda i, o: _jitted(fn, i, o), structs, in_formats, out_formats, gpu)
+    v = Verification(f"XLA:GPU {xla.gpu}, compiled deviceless", len(a.params) + len(a.results),
+                     copies_compared=True, xla_copies=list(xla.copies), late_error=xla.late_error)
+    a.xla_entry_params, a.xla_entry_results = xla.entry_params, xla.entry_results
+    for entries, got in ((a.params, xla.entry_params), (a.results, xla.entry_results)):
+        if len(entries) != len(got):
+            v.entry_mismatches.append(f"XLA reports {len(got)} entry {entries[0].kind if entries else 'value'}s, "
+                                      f"we have {len(entries)}")
+        for e, x in zip(entries, got):
+            e.xla = x
+            if x != e.minor_to_major:
+                v.entry_mismatches.append(f"{e.kind} {e.index} {e.shape} ({e.requested}): ours "
+                                          f"{_fmt(e.minor_to_major)}, XLA:GPU {_fmt(x)}")
+    # Copies one to one: each of ours takes an unclaimed XLA copy of the same shape and layouts.
+    unclaimed = list(xla.copies)
+    for c in a.copies:
+        hit = next((x for x in unclaimed if x.shape == c.shape and x.src == tuple(c.src)
+                    and x.dst == tuple(c.dst)), None)
+        if hit is None:
+            v.copy_mismatches.append(f"copy #{c.index} {c.shape} {_fmt(c.src)} -> {_fmt(c.dst)} "
+                                     f"({c.producer['value']}): XLA:GPU makes no such copy")
+        else:
+            unclaimed.remove(hit)
+            v.copies_matched += 1
+    for x in unclaimed:
+        v.copy_mismatches.append(f"XLA:GPU copy {x.name} {x.shape} {_fmt(x.src)} -> {_fmt(x.dst)} "
+                                 f"(of {x.operand}): we make no such copy")
+    a.verification = v
+    a.compared = [f"{v.compared}: ours against XLA:GPU's after-layout-assignment module"]
+    a.mismatches = v.entry_mismatches + v.copy_mismatches
+    a.verified = v.agrees
 
 
 # --------------------------------------------------------------------------

@@ -57,6 +57,13 @@ def key_text(key: Key) -> str:
     return name + ("{" + ",".join(map(str, idx)) + "}" if idx else "")
 
 
+def physically_equal(a: tuple[int, ...] | None, b: tuple[int, ...] | None, dims: tuple[int, ...]) -> bool:
+    """Two layouts that order the same bytes the same way: they differ only where a dim has size 1."""
+    if a is None or b is None:
+        return a == b
+    return [d for d in a if dims[d] != 1] == [d for d in b if dims[d] != 1]
+
+
 def layout_class(layout: tuple[int, ...] | None) -> str:
     if layout is None:
         return "none"
@@ -255,6 +262,28 @@ class XlaSide:
             return self.source(ins.operands[idx[0]], idx[1:])
         return name, idx
 
+    def through_branches(self, key: Key) -> Key:
+        """A conditional branch's parameter element stands for the conditional's operand.
+
+        StableHLO's branches read the caller's values directly, so the copy we
+        make inside a branch is of the caller's value; XLA's is of the branch
+        parameter.  Both are the same data: key XLA's by the operand it holds.
+        """
+        name, idx = key
+        ins = self.hlo.instrs.get(name)
+        if ins is None or ins.opcode != "parameter":
+            return key
+        comp = self.hlo.comps[ins.comp]
+        conds = [(i, a, k) for i, a, k in comp.callers if self.hlo.instrs[i].opcode == "conditional"]
+        if len(comp.callers) != 1 or len(conds) != 1:
+            return key
+        cond, attr, k = conds[0]
+        operand = {"true_computation": 1, "false_computation": 2}.get(attr, k + 1)
+        operands = self.hlo.instrs[cond].operands
+        if operand >= len(operands):
+            return key
+        return self.through_branches(self.source(operands[operand], idx))
+
     def consumers(self, name: str, skip_added_copies: bool = True) -> list[str]:
         ins = self.hlo.instrs[name]
         out: list[str] = []
@@ -299,8 +328,23 @@ def _line(hlo: HloModule, name: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") -> dict[str, Any]:
-    """Run our pass on ``before_path`` and compare with XLA's ``after_path``."""
+def _assign(module: Any, target: str, gpu: str | None) -> Any:
+    """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model."""
+    from stablehlo_layout.assignment import assign_module
+
+    if gpu is None:
+        return assign_module(module, target, "default")
+    return assign_module(module, target, "default", gpu=gpu)
+
+
+def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
+                  gpu: str | None = None, unique_keys: bool = False) -> dict[str, Any]:
+    """Run our pass on ``before_path`` and compare with XLA's ``after_path``.
+
+    ``unique_keys`` counts each XLA value once where two of ours stand for it
+    (a tuple-result custom call's element and the get-tuple-element reading
+    it); the XLA:CPU report keeps its historical count without it.
+    """
     with open(before_path) as f:
         before_text = f.read()
     with open(after_path) as f:
@@ -311,13 +355,12 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
     out: dict[str, Any] = {"status": "ok", "flags": entry_flags(before), "warnings": []}
 
     from stablehlo_layout import mlir
-    from stablehlo_layout.assignment import assign_module
 
     start = time.perf_counter()
     try:
         ctx = mlir.make_context()
         m = mlir.read_input(before_path, ctx)
-        r = assign_module(m, target, "default")
+        r = _assign(m, target, gpu)
     except Exception as e:  # the tool failed: a finding, not a harness error
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f"{fr.filename.split('/')[-1]}:{fr.lineno}" for fr in reversed(tb)
@@ -335,8 +378,10 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
 
     # (a) layouts of named values.
     n_values = n_agree = n_trivial = n_unmatched = 0
+    n_nontrivial = n_nontrivial_agree = 0  # values whose XLA layout is not row-major
     diffs: list[dict[str, Any]] = []
     xla_keys_seen: set[Key] = set()
+    counted: set[Key] = set()
     for vid, key in ours.keys.items():
         v = g.values[vid]
         if not v.is_array:
@@ -356,10 +401,16 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
         if v.rank < 2:
             n_trivial += 1
             continue
+        if unique_keys and canonical(key, after) in counted:
+            continue
+        counted.add(canonical(key, after))
         xla_keys_seen.add(key)
         n_values += 1
+        nontrivial = layout_class(xs.layout) == "non-default"
+        n_nontrivial += nontrivial
         if mine == xs.layout:
             n_agree += 1
+            n_nontrivial_agree += nontrivial
             continue
         ins = g.instrs[v.producer]
         comp = g.comps[ins.comp]
@@ -368,6 +419,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
             "kind": "layout", "name": key_text(key), "op": op,
             "our_op": ins.op, "ours": format_layout(mine), "xla": format_layout(xs.layout),
             "pattern": f"ours {layout_class(mine)} vs xla {layout_class(xs.layout)}",
+            "equivalent": physically_equal(mine, xs.layout, xs.dims),
             "entry": g.comps[ins.comp].is_entry, "line": _line(after, name),
         })
     # Coverage: XLA's named rank>=2 arrays we could not match at all.
@@ -383,6 +435,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
     # (b) copies.
     xla_edges: Counter = Counter()
     xla_copy_info = []
+    xla_copy_keys: list[tuple[str, str]] = []  # (source value, target layout) per XLA copy
     xla_bytes = 0
     for c in xla.added_copies:
         ci = after.instrs[c]
@@ -390,6 +443,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
         xla_bytes += nbytes
         src = xla.source(ci.operands[0])
         lay = ci.shape.layout if isinstance(ci.shape, ArrayShape) else None
+        xla_copy_keys.append((key_text(canonical(xla.through_branches(src), after)), format_layout(lay)))
         for cons in xla.consumers(c):
             e = (key_text(canonical(src, after)), cons, format_layout(lay))
             xla_edges[e] += 1
@@ -402,6 +456,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
     our_bytes = 0
     our_dead = 0
     our_src_layout: dict[str, str] = {}
+    our_copy_keys: set[tuple[str, str]] = set()
     for cp in r.copies:
         v = g.values[cp.value]
         if g.instrs[v.producer].comp not in ours.live:
@@ -414,6 +469,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
         our_bytes += n * ELEMENT_BYTES.get(v.element, 4)
         key = ours.keys.get(cp.value, (f"<{g.instrs[v.producer].op}>", ()))
         our_src_layout[key_text(canonical(key, after))] = format_layout(tuple(cp.src))
+        our_copy_keys.add((key_text(canonical(key, after)), format_layout(tuple(cp.dst))))
         for e in cp.edges:
             our_edges[(key_text(canonical(key, after)), ours.consumer_label(e.consumer), format_layout(tuple(cp.dst)))] += 1
     xla_only = xla_edges - our_edges
@@ -446,7 +502,17 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu") ->
                     "layout": lay, "src_layout": src_lay, "line": _line(after, src.split("{")[0]),
                     "consumer_line": _line(after, cons) if not cons.startswith("ROOT") else cons,
                 })
+    # (c) copies by (source value, target layout): XLA's one-copy-per-use counts once per use.
+    xla_key_set = set(xla_copy_keys)
+    for info, k in zip(xla_copy_info, xla_copy_keys):
+        info["matched"] = k in our_copy_keys
+    our_copy_list = [{"src": k[0], "dst": k[1], "src_layout": our_src_layout.get(k[0], "-"),
+                      "in_xla": k in xla_key_set} for k in sorted(our_copy_keys)]
     out.update(
+        nontrivial=n_nontrivial, nontrivial_agree=n_nontrivial_agree,
+        xla_copies_matched=sum(1 for k in xla_copy_keys if k in our_copy_keys),
+        our_copies_unmatched=sum(1 for c in our_copy_list if not c["in_xla"]),
+        our_copy_info=our_copy_list,
         values=n_values, agree=n_agree, trivial=n_trivial, unmatched=n_unmatched,
         xla_named=xla_named, xla_covered=len({canonical(k, after) for k in xla_keys_seen}),
         xla_copies=len(xla.added_copies), xla_copy_bytes=xla_bytes,

@@ -100,6 +100,17 @@ def _task_id(t: dict[str, Any]) -> str:
 
 # -- a small process pool with per-task timeouts ------------------------------------------
 
+def _process_task(task: dict[str, Any]) -> dict[str, Any]:
+    """One task of the pool: an XLA:CPU comparison, or an XLA:GPU one when it names a GPU."""
+    if "gpu" in task:
+        from tests.differential.gpu_run import process as gpu_process
+
+        return gpu_process(**task)
+    from tests.differential.run import process as proc
+
+    return proc(**task)
+
+
 def _worker(conn: Any) -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     sys.path.insert(0, REPO)
@@ -110,9 +121,7 @@ def _worker(conn: Any) -> None:
             return
         if task is None:
             return
-        from tests.differential.run import process as proc
-
-        conn.send(proc(**task))
+        conn.send(_process_task(task))
 
 
 def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
@@ -120,7 +129,7 @@ def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
     if jobs <= 1:
         out = []
         for k, t in enumerate(tasks):
-            out.append(process(**t))
+            out.append(_process_task(t))
             if progress:
                 _progress(k + 1, len(tasks))
         return out

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+
+import pytest
+
 import jax.numpy as jnp
 from jax.experimental.layout import Layout
 
@@ -36,5 +40,14 @@ def test_without_verify_nothing_is_claimed() -> None:
 
 def test_a_target_other_than_the_compile_platform_is_said() -> None:
     x = jnp.ones((8, 16), jnp.float32)
-    a = analyze(lambda x: x.T, x, target="xla-gpu", verify=True)
-    assert any(c == "note: our target is xla-gpu, the compile ran on cpu" for c in a.compared)
+    a = analyze(lambda x: x.T, x, target="generic", as_compiled=False, verify=True)
+    assert any(c == "note: our target is generic, the compile ran on cpu" for c in a.compared)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax_plugins") is None
+                    or importlib.util.find_spec("jax_plugins.xla_cuda12") is None,
+                    reason="the XLA:GPU oracle (pip install -e '.[gpu-oracle]') is not installed")
+def test_xla_gpu_verify_says_it_compared_with_xla_gpu() -> None:
+    x = jnp.ones((8, 16), jnp.float32)
+    a = analyze(lambda x: x.T, x, target="xla-gpu", gpu="a100", verify=True)
+    assert len(a.compared) == 1 and "XLA:GPU a100" in a.compared[0] and "copies one to one" in a.compared[0]

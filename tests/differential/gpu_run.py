@@ -1,0 +1,344 @@
+"""Differential test against XLA:GPU's layout assignment, one report per GPU.
+
+    python -m tests.differential.gpu_run --count 300 --seed 0 --gpu a100,h100 [--jobs 2]
+        [--corpus all|generated|models] [--start 0] [--only 3,7] [--cache DIR] [--refresh]
+        [--timeout 180] [--json OUT] [--report OUT.txt] [--show 12]
+
+Generates GPU programs (``gpu_programs.py``) and builds the model-library
+programs (``models.py``: flax linen / nnx, haiku, equinox, optax), compiles each deviceless with
+XLA:GPU for every ``--gpu`` (a shipped name from ``stablehlo_layout/gpus/`` or
+a ``GpuTargetConfigProto`` file) keeping the layout-assignment dumps
+(``gpu_oracle.py``; cached under
+``bench/cache/gpu-differential/<generator hash>/<gpu>/s<seed>/<index>/``), runs
+our ``xla-gpu`` target with the matching ``gpu`` on the raw BEFORE dump and
+compares it with XLA's AFTER dump (``compare.py``).
+
+Per GPU the report gives: named rank>=2 values agreeing; the same over the
+non-trivial ones (XLA's layout is not row-major); XLA's copies matched by
+(source value, target layout), and ours that XLA does not make; copy bytes;
+errors (compile, our pass, the harness); the kinds of difference; and the
+first differences with both sides shown.  Exit status 0 whatever the
+agreement (it is a measuring tool); 2 when the oracle cannot be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+import traceback
+from collections import Counter
+from typing import Any
+
+from .gpu_oracle import GPU_ORACLE_VERSION, config_path, gpu_name, oracle_available
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DEFAULT_CACHE = os.path.join(REPO, "bench", "cache", "gpu-differential")
+DEFAULT_GPUS = "a100,h100"
+
+
+def generator_hash() -> str:
+    """Changes whenever the programs or the way XLA:GPU is run change."""
+    h = hashlib.sha1()
+    for name in ("programs.py", "gpu_programs.py"):
+        with open(os.path.join(HERE, name), "rb") as f:
+            h.update(f.read())
+    h.update(str(GPU_ORACLE_VERSION).encode())
+    try:
+        import importlib.metadata as md
+
+        for pkg in ("jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt"):
+            h.update(md.version(pkg).encode())
+    except Exception:
+        pass
+    return h.hexdigest()[:10]
+
+
+def _gpu_dir(gpu: str) -> str:
+    """The GPU's name and a hash of its config (an edited config compiles anew)."""
+    with open(config_path(gpu), "rb") as f:
+        return f"{gpu_name(gpu)}-{hashlib.sha1(f.read()).hexdigest()[:6]}"
+
+
+def program_dir(cache: str, gpu: str, seed: int, index: int) -> str:
+    return os.path.join(cache, generator_hash(), _gpu_dir(gpu), f"s{seed}", f"{index:04d}")
+
+
+def model_dir(cache: str, gpu: str, name: str) -> str:
+    from .models import corpus_hash
+
+    return os.path.join(cache, f"models-{corpus_hash()}-{generator_hash()}", _gpu_dir(gpu), name)
+
+
+def process(seed: int, index: int, cache: str, gpu: str, refresh: bool = False,
+            model: str | None = None) -> dict[str, Any]:
+    """Oracle (cached) + comparison for one program (generated, or ``model`` of models.py) on one GPU.
+
+    Never raises: failures come back as a result with their status.
+    """
+    from .compare import compare_dumps
+    from .gpu_oracle import run_gpu_oracle
+    from .oracle import load_cached
+
+    ident = f"models/{model}" if model is not None else f"s{seed}/{index}"
+    base: dict[str, Any] = {"seed": seed, "index": index, "gpu": gpu_name(gpu), "id": ident}
+    if model is not None:
+        base["model"] = model
+    try:
+        d = model_dir(cache, gpu, model) if model is not None else program_dir(cache, gpu, seed, index)
+        res = None if refresh else load_cached(d)
+        base["cached"] = res is not None
+        if res is None:
+            if model is not None:
+                from .models import build
+
+                program: Any = build(model)
+            else:
+                from .gpu_programs import generate
+
+                program = generate(seed, index)
+            res = run_gpu_oracle(program, gpu, d)
+        base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
+        if res.status != "ok":
+            return {**base, "status": "skipped", "reason": res.reason}
+        out = compare_dumps(res.before, res.after, target="xla-gpu", gpu=gpu, unique_keys=True)
+        return {**base, **out, "dir": d}
+    except Exception as e:
+        return {**base, "status": "harness-error",
+                "error": f"{type(e).__name__}: {e}"[:300], "traceback": traceback.format_exc()[-1500:]}
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def _pct(a: int, b: int) -> str:
+    return f"{100.0 * a / b:.2f}%" if b else "n/a"
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in results if r["status"] == "ok"]
+    total = lambda key: sum(r.get(key, 0) for r in ok)  # noqa: E731
+    return {
+        "programs": len(results),
+        "compared": len(ok),
+        "skipped": Counter(r.get("reason", "")[:120] for r in results if r["status"] == "skipped"),
+        "tool_errors": [r for r in results if r["status"] == "tool-error"],
+        "harness_errors": [r for r in results if r["status"] == "harness-error"],
+        "late_xla_errors": Counter(r["jax_error"][:100] for r in ok if r.get("jax_error")),
+        "values": total("values"), "agree": total("agree"),
+        "nontrivial": total("nontrivial"), "nontrivial_agree": total("nontrivial_agree"),
+        "xla_copies": total("xla_copies"), "xla_copies_matched": total("xla_copies_matched"),
+        "our_copies": total("our_copies"), "our_copies_unmatched": total("our_copies_unmatched"),
+        "xla_bytes": total("xla_copy_bytes"), "our_bytes": total("our_copy_bytes"),
+        "agreeing_programs": sum(1 for r in ok if r.get("agrees")),
+        "more_copies": [r["id"] for r in ok if r.get("our_copies", 0) > r.get("xla_copies", 0)],
+        "more_bytes": [r["id"] for r in ok if r.get("our_copy_bytes", 0) > r.get("xla_copy_bytes", 0)],
+        "equivalent": sum(1 for r in ok for d in r["diffs"] if d["kind"] == "layout" and d.get("equivalent")),
+    }
+
+
+def _layout_kind(r: dict[str, Any], d: dict[str, Any]) -> str:
+    op = r.get("_opcodes", {}).get(d["name"].split("{")[0], d["op"])
+    same = " (the same bytes: they differ only in size-1 dims)" if d.get("equivalent") else ""
+    return f"layout of {op}: {d['pattern']}{same}"
+
+
+def difference_kinds(results: list[dict[str, Any]]) -> Counter:
+    kinds: Counter = Counter()
+    for r in results:
+        if r["status"] != "ok":
+            continue
+        for d in r["diffs"]:
+            if d["kind"] == "layout":
+                kinds[_layout_kind(r, d)] += 1
+        for c in r.get("xla_copy_info", []):
+            if not c["matched"]:
+                what = "no relayout" if c["src_layout"] == c["dst"] else "relayout"
+                kinds[f"XLA copy we do not make ({what}) of {_opcode_of(r, c['src'])}"] += 1
+        for c in r.get("our_copy_info", []):
+            if not c["in_xla"]:
+                kinds[f"our copy XLA does not make, of {_opcode_of(r, c['src'])}"] += 1
+    return kinds
+
+
+def _opcode_of(r: dict[str, Any], key: str) -> str:
+    return r.get("_opcodes", {}).get(key.split("{")[0], "value")
+
+
+def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
+                  elapsed: float | None = None) -> str:
+    s = summarize(results)
+    _annotate_opcodes(results)
+    L: list[str] = [f"== XLA:GPU {gpu}: programs {s['programs']}  compared {s['compared']}  "
+                    f"skipped {sum(s['skipped'].values())}  tool errors {len(s['tool_errors'])}  "
+                    f"harness errors {len(s['harness_errors'])}"
+                    + (f"  ({elapsed:.0f} s)" if elapsed is not None else "")]
+    for reason, n in s["skipped"].most_common(6):
+        L.append(f"  skipped {n:4d}: {reason}")
+    for r in s["tool_errors"][:5]:
+        L.append(f"  tool error {r['id']} at {r.get('where', '?')}: {r.get('error', '')[:160]}")
+    for r in s["harness_errors"][:3]:
+        L.append(f"  harness error {r['id']}: {r['error'][:160]}")
+    for err, n in s["late_xla_errors"].most_common(3):
+        L.append(f"  compiled past layout assignment, then XLA failed (dumps compared) {n:4d}: {err}")
+    L.append(f"named rank>=2 values agreeing:   {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}"
+             f"  (of the others, {s['equivalent']} differ only in size-1 dims)")
+    L.append(f"non-trivial (XLA not row-major): {s['nontrivial_agree']}/{s['nontrivial']} = "
+             f"{_pct(s['nontrivial_agree'], s['nontrivial'])}")
+    L.append(f"XLA copies matched by (source, layout): {s['xla_copies_matched']}/{s['xla_copies']} = "
+             f"{_pct(s['xla_copies_matched'], s['xla_copies'])};  ours {s['our_copies']}, "
+             f"of which XLA does not make {s['our_copies_unmatched']}")
+    L.append(f"copy bytes: ours {s['our_bytes']}  XLA {s['xla_bytes']}")
+    for label in ("copies", "bytes"):
+        ids = s[f"more_{label}"]
+        L.append(f"programs where ours has MORE {label} than XLA: {len(ids)}" + (f": {', '.join(ids[:8])}" if ids else ""))
+    L.append(f"programs agreeing fully: {s['agreeing_programs']}/{s['compared']}")
+    kinds = difference_kinds(results)
+    if kinds:
+        L.append("")
+        L.append("difference kinds (count):")
+        for k, n in kinds.most_common(show):
+            L.append(f"  {n:5d}  {k}")
+    unmatched = [(r, c) for r in results if r["status"] == "ok"
+                 for c in r.get("xla_copy_info", []) if not c["matched"]]
+    if unmatched:
+        L.append("")
+        L.append(f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
+                 "layout, a lifetime copy XLA could avoid):")
+        for r, c in unmatched:
+            what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
+            L.append(f"  [{r['id']}] {what}, of {_opcode_of(r, c['src'])} {c['src']}: {c['line'][:140]}")
+    L.append("")
+    L.append(f"first {show} differences (ours | XLA):")
+    n = 0
+    for r in results:
+        if r["status"] != "ok" or n >= show:
+            continue
+        info = r.get("program", {})
+        prog = ("; ".join(info.get("steps", [])) or info.get("description", ""))[:150]
+        lines: list[str] = []
+        for d in r["diffs"]:
+            if d["kind"] == "layout":
+                lines.append(f"    {d['name']} ({d['op']}): ours {d['ours']} | XLA {d['xla']}")
+                lines.append(f"      XLA: {d['line']}")
+        for c in r.get("xla_copy_info", []):
+            if not c["matched"]:
+                lines.append(f"    XLA copy of {c['src']} {c['src_layout']} -> {c['dst']} ({c['bytes']} B): ours none")
+                lines.append(f"      XLA: {c['line']}")
+        for c in r.get("our_copy_info", []):
+            if not c["in_xla"]:
+                lines.append(f"    our copy of {c['src']} {c['src_layout']} -> {c['dst']}: XLA none")
+        if lines:
+            n += 1
+            L.append(f"  [{r['id']}] {prog}")
+            L.extend(lines[:12])
+            if len(lines) > 12:
+                L.append(f"    ... {len(lines) - 12} more lines; dumps in {r.get('dir', '?')}")
+    return "\n".join(L)
+
+
+def _annotate_opcodes(results: list[dict[str, Any]]) -> None:
+    """Opcode of every copied source, for the difference kinds (read from the AFTER dump)."""
+    from .oracle import parse_hlo
+
+    for r in results:
+        if r["status"] != "ok" or not r.get("dir") or "_opcodes" in r:
+            continue
+        try:
+            with open(os.path.join(r["dir"], "after.txt")) as f:
+                hlo = parse_hlo(f.read())
+        except (OSError, ValueError):
+            continue
+        names = {c["src"].split("{")[0] for c in r.get("xla_copy_info", []) + r.get("our_copy_info", [])}
+        names |= {d["name"].split("{")[0] for d in r["diffs"] if d["kind"] == "layout"}
+        r["_opcodes"] = {n: _describe(hlo, n) for n in names if n in hlo.instrs}
+
+
+def _describe(hlo: Any, name: str) -> str:
+    ins = hlo.instrs[name]
+    if ins.opcode == "custom-call":
+        import re
+
+        m = re.search(r'custom_call_target="([^"]+)"', ins.attrs)
+        return f"custom-call {m.group(1)}" if m else "custom-call"
+    where = "" if hlo.comps[ins.comp].is_entry else " (in a called computation)"
+    if ins.opcode == "parameter":
+        return "entry parameter" if not where else "parameter" + where
+    return ins.opcode + where
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first program index")
+    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
+    ap.add_argument("--corpus", choices=("generated", "models", "all"), default="all",
+                    help="generated: gpu_programs.py's seeded programs; models: the flax / haiku / equinox / "
+                         "optax programs of models.py; all (default): both, reported apart")
+    ap.add_argument("--gpu", default=DEFAULT_GPUS, help=f"comma-separated GPU names or config files ({DEFAULT_GPUS})")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--timeout", type=float, default=180.0, help="seconds per program")
+    ap.add_argument("--cache", default=DEFAULT_CACHE)
+    ap.add_argument("--refresh", action="store_true", help="recompile even when dumps are cached")
+    ap.add_argument("--json", help="write every per-program result here")
+    ap.add_argument("--report", help="also write the report text here")
+    ap.add_argument("--show", type=int, default=12)
+    a = ap.parse_args(argv)
+    ok, why = oracle_available()
+    if not ok:
+        print(f"gpu_run: {why}", file=sys.stderr)
+        return 2
+    gpus = [g for g in a.gpu.split(",") if g]
+    for g in gpus:
+        try:
+            config_path(g)
+        except FileNotFoundError as e:
+            print(f"gpu_run: {e}", file=sys.stderr)
+            return 2
+    corpora: list[tuple[str, list[dict[str, Any]]]] = []
+    if a.corpus in ("generated", "all"):
+        indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in indices]))
+    if a.corpus in ("models", "all"):
+        from .models import MODELS, available
+
+        missing = available()
+        if missing:
+            print(f"gpu_run: {missing}", file=sys.stderr)
+            return 2
+        names = a.only.split(",") if a.only and a.corpus == "models" else list(MODELS)
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            print(f"gpu_run: unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}", file=sys.stderr)
+            return 2
+        corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
+    from .run import run_parallel
+
+    reports, everything = [], {}
+    for g in gpus:
+        for corpus, items in corpora:
+            tasks = [{**t, "cache": a.cache, "gpu": g, "refresh": a.refresh} for t in items]
+            t0 = time.monotonic()
+            results = run_parallel(tasks, a.jobs, a.timeout)
+            reports.append(format_report(results, f"{gpu_name(g)}, {corpus} corpus", a.show, time.monotonic() - t0))
+            everything[f"{gpu_name(g)}/{corpus}"] = results
+    text = "\n\n".join(reports)
+    print(text)
+    if a.report:
+        with open(a.report, "w") as f:
+            f.write(f"$ python -m tests.differential.gpu_run {' '.join(argv if argv is not None else sys.argv[1:])}\n")
+            f.write(text + "\n")
+    path = a.json or os.path.join(a.cache, f"last_run_s{a.seed}.json")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(everything, f, indent=1, default=str)
+    print(f"\nper-program results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
