@@ -22,6 +22,12 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+# jaxlib 0.12's native `_sdy` imports the Python `jaxlib.mlir.dialects.sdy`
+# while it is itself half initialised, so importing `_sdy` first would leave
+# the user's `sdy` module without DimMappingAttr and later attributes for the
+# rest of the process (and jax could no longer lower a Cholesky solve). The
+# Python module first lets it import `_sdy` itself, completely.
+from jaxlib.mlir.dialects import sdy as _sdy_dialect  # noqa: F401  (import order)
 # The dialects' native registration hooks, not their Python op modules: the
 # generated op classes cost ~80 ms to import and nothing here builds ops
 # through them.
