@@ -45,3 +45,24 @@ def test_element_operands_inside_branches() -> None:
     # In a branch the parameter tuple's element feeds the copy XLA added there.
     assert hlo.instrs["copy.2"].operands == ["args_1_.0#0"]
     assert hlo.instrs["args_1_.0#0"].comp == hlo.instrs["args_1_.0"].comp == "region_1.5"
+
+
+def test_the_tool_reads_the_dump_or_says_why() -> None:
+    """jaxlib 0.11+ parses `%t#i`; older jaxlibs reject it with one line saying why."""
+    from importlib.metadata import version
+
+    import pytest
+
+    from stablehlo_layout import mlir
+    from stablehlo_layout.errors import InputError
+
+    ctx = mlir.make_context()
+    jaxlib = tuple(int(p) for p in version("jaxlib").split(".")[:2])
+    if jaxlib >= (0, 11):
+        module = mlir.load(DUMP.read_bytes(), str(DUMP), ctx)
+        assert "func.func" in str(module)
+    else:
+        with pytest.raises(InputError) as info:
+            mlir.load(DUMP.read_bytes(), str(DUMP), ctx)
+        text = str(info.value)
+        assert "%t#i" in text and "jaxlib >= 0.11" in text and f"{DUMP}:" in text, text
