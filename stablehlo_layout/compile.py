@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import layout as L
 from .errors import InputError
+from .xla_gpu_compile import INSTALL_HINT, plugin_available
 
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
@@ -53,8 +54,7 @@ __all__ = ["COMPILE_TARGETS", "Compiled", "GPU_EXTRA_HINT", "backend_of", "check
 # The targets that name an XLA backend whose pipeline can be run.
 COMPILE_TARGETS = ("xla-cpu", "xla-gpu")
 
-GPU_EXTRA_HINT = ("pip install 'stablehlo-layout[xla-gpu]' "
-                  "(jax-cuda12-plugin==0.10.2 and jax-cuda12-pjrt==0.10.2)")
+GPU_EXTRA_HINT = INSTALL_HINT
 
 
 @dataclass(frozen=True)
@@ -326,17 +326,8 @@ def gpu_options(target: Any) -> dict[str, Any]:
     return {"gpu_config": gpu.text, "gpu_label": getattr(gpu, "label", "") or getattr(gpu, "name", "")}
 
 
-def _installed(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:  # no jax_plugins namespace at all
-        return False
-
-
 def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
-    if not any(_installed(f"jax_plugins.{name}") for name in ("xla_cuda12", "xla_cuda13")):
+    if not plugin_available():
         raise InputError("stablehlo-layout",
                          f"--as-compiled --target xla-gpu needs XLA:GPU's compiler: {GPU_EXTRA_HINT}")
     from jax.experimental import topologies

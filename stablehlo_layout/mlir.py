@@ -22,6 +22,12 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+# jaxlib 0.12's native `_sdy` imports the Python `jaxlib.mlir.dialects.sdy`
+# while it is itself half initialised, so importing `_sdy` first would leave
+# the user's `sdy` module without DimMappingAttr and later attributes for the
+# rest of the process (and jax could no longer lower a Cholesky solve). The
+# Python module first lets it import `_sdy` itself, completely.
+from jaxlib.mlir.dialects import sdy as _sdy_dialect  # noqa: F401  (import order)
 # The dialects' native registration hooks, not their Python op modules: the
 # generated op classes cost ~80 ms to import and nothing here builds ops
 # through them.
@@ -896,7 +902,19 @@ def _hlo_parse_error(message: str, prepared: str, original: str, path: str) -> I
     line_no = int(line)
     # Our rewrites keep lines but may shift columns on the lines they touch.
     column = int(col) if _same_line(prepared, original, line_no) else None
-    return InputError(path, reason.strip(), line_no, column)
+    reason = reason.strip()
+    lines = prepared.splitlines()
+    if 0 < line_no <= len(lines) and _ELEMENT_OPERAND.search(lines[line_no - 1]):
+        # XLA 0.11 and later print tuple elements as operands `%t#i` instead of
+        # get-tuple-element instructions; older jaxlibs cannot parse that.
+        from importlib.metadata import version
+
+        reason += (f" (the line uses XLA 0.11+'s tuple-element operands `%t#i`, which "
+                   f"jaxlib {version('jaxlib')} cannot read; install jaxlib >= 0.11)")
+    return InputError(path, reason, line_no, column)
+
+
+_ELEMENT_OPERAND = re.compile(r"%[\w.\-]+#\d")
 
 
 def _same_line(a: str, b: str, line_no: int) -> bool:

@@ -28,8 +28,10 @@ from .errors import PassError
 
 Layout = tuple[int, ...]
 
-PLUGIN_MODULE = "jax_plugins.xla_cuda12"
-INSTALL_HINT = "pip install 'jax-cuda12-plugin==0.10.2' 'jax-cuda12-pjrt==0.10.2' (the gpu-oracle extra)"
+# XLA:GPU's compiler comes as a JAX plugin; either CUDA major version's works deviceless.
+PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
+INSTALL_HINT = ("pip install 'stablehlo-layout[xla-gpu]' (jax-cuda12-plugin and jax-cuda12-pjrt of the "
+                "installed jaxlib's version; the gpu-oracle test extra is the same)")
 
 
 @dataclass(frozen=True)
@@ -57,10 +59,13 @@ def plugin_available() -> bool:
     """Whether XLA:GPU's compiler plugin is installed (looked up, not loaded: loading starts CUDA probing)."""
     import importlib.util
 
-    try:
-        return importlib.util.find_spec(PLUGIN_MODULE) is not None
-    except ModuleNotFoundError:  # not even the jax_plugins namespace is there
-        return False
+    for module in PLUGIN_MODULES:
+        try:
+            if importlib.util.find_spec(module) is not None:
+                return True
+        except ModuleNotFoundError:  # not even the jax_plugins namespace is there
+            return False
+    return False
 
 
 _DEVICES: dict[str, Any] = {}

@@ -248,6 +248,19 @@ def _balanced(text: str, pos: int, open_: str = "(", close: str = ")") -> int:
     raise ValueError(f"unbalanced {open_!r} in {text[pos:pos + 60]!r}")
 
 
+_OPERAND = re.compile(r"%([\w.\-]+)((?:#\d+)*)")
+
+
+def _element_operand(base: str, suffix: str, comp: str, no: int,
+                     pending: dict[str, tuple[str, int, str, int]]) -> str:
+    """The operand's name; `%t#i#j` registers the implicit get-tuple-elements it names."""
+    name = base
+    for index in suffix.split("#")[1:]:
+        inner, name = name, f"{name}#{index}"
+        pending.setdefault(name, (inner, int(index), comp, no))
+    return name
+
+
 def parse_hlo(text: str) -> HloModule:
     text = strip_attribute(text, "metadata")
     lines = text.split("\n")
@@ -258,6 +271,7 @@ def parse_hlo(text: str) -> HloModule:
     instrs: dict[str, HloInstr] = {}
     current: HloComp | None = None
     entry = ""
+    pending: dict[str, tuple[str, int, str, int]] = {}  # "t#i" -> (t, i, computation, line)
     for no, line in enumerate(lines, 1):
         if line.startswith("HloModule"):
             m = _HEADER.match(line)
@@ -298,7 +312,8 @@ def parse_hlo(text: str) -> HloModule:
             ins.parameter_number = int(operand_text.strip())
             current.params[ins.parameter_number] = name
         else:
-            ins.operands = re.findall(r"%([\w.\-]+)", operand_text)
+            ins.operands = [_element_operand(base, suffix, current.name, no, pending)
+                            for base, suffix in _OPERAND.findall(operand_text)]
         if opcode == "get-tuple-element":
             gm = re.search(r"\bindex=(\d+)", attrs)
             ins.gte_index = int(gm.group(1)) if gm else None
@@ -310,6 +325,16 @@ def parse_hlo(text: str) -> HloModule:
         if ins.is_root:
             current.root = name
         instrs[name] = ins
+    for name, (base, index, comp, no) in pending.items():
+        # XLA 0.12 prints no get-tuple-element instructions: a tuple element
+        # is an operand `%t#i`. Each becomes the get-tuple-element it stands
+        # for, so that walks through tuples see the same graph on every version.
+        b = instrs.get(base)
+        shape = shape_at(b.shape, (index,)) if b is not None else None
+        instrs[name] = HloInstr(name, shape, "get-tuple-element", [base], comp, False,
+                                f"%{name} = get-tuple-element(%{base}), index={index}  (printed inline)",
+                                no, "", gte_index=index)
+        comps[comp].instrs.append(name)
     for ins in instrs.values():
         for op in ins.operands:
             if op in instrs:

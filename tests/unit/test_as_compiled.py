@@ -28,6 +28,7 @@ from stablehlo_layout import cli, mlir  # noqa: E402
 from stablehlo_layout import compile as xla_compile  # noqa: E402
 from stablehlo_layout.errors import InputError  # noqa: E402
 from stablehlo_layout.sources import entry_parameter_key, read_sources  # noqa: E402
+from stablehlo_layout.xla_gpu_compile import plugin_available  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -97,7 +98,7 @@ KNOWN_GAPS_GPU = {"linalg_solve"}
 
 
 def _gpu_device(name: str):
-    if importlib.util.find_spec("jax_plugins.xla_cuda12") is None:
+    if not plugin_available():
         pytest.skip("XLA:GPU's compiler is not installed (pip install 'stablehlo-layout[xla-gpu]')")
     from jax.experimental import topologies
 
@@ -498,7 +499,7 @@ def test_readme_walkthrough(capsys, monkeypatch):
         assert line + "\n" in out and line in readme
     raw = _run(capsys, "explain", "--target", "xla-cpu", "examples.models:convnet_nchw", *args)[1]
     assert "summary: 0 copies" in raw
-    if importlib.util.find_spec("jax_plugins.xla_cuda12") is not None:
+    if plugin_available():
         for gpu, copies in (("h100", 3), ("a100", 0)):
             out = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", gpu, "--no-fixes",
                        "examples.models:convnet_nchw", *args)[1]

@@ -6,7 +6,6 @@ the oracle check proves jaxlib's XLA:GPU accepts each of them as a target.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from stablehlo_layout.errors import InputError, OptionError, PassError
 from stablehlo_layout.passes import LayoutAssignmentPass, build_pipeline
 from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu, shipped_gpus
 from stablehlo_layout.targets.gpu_config import model_from_text, parse_text_proto
+from stablehlo_layout.xla_gpu_compile import plugin_available
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "stablehlo_layout.cli"]
@@ -65,8 +65,7 @@ def test_shipped_models_read_their_device():
     assert XlaGpuTarget().gpu.name == "h100"
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax_plugins") is None
-                    or importlib.util.find_spec("jax_plugins.xla_cuda12") is None,
+@pytest.mark.skipif(not plugin_available(),
                     reason="the XLA:GPU oracle (jax-cuda12-plugin==0.10.2, jax-cuda12-pjrt==0.10.2) is not installed")
 def test_shipped_configs_are_accepted_by_xla_gpu():
     code = (
@@ -191,6 +190,6 @@ def test_jax_front_door_takes_gpu():
 
     x = jnp.zeros((1, 16, 8, 8), jnp.float32)
     w = jnp.zeros((32, 16, 3, 3), jnp.float32)
-    ours = {gpu: analyze(f, x, w, target="xla-gpu", gpu=gpu, fixes=False) for gpu in ("a100", "h100")}
+    ours = {gpu: analyze(f, x, w, target="xla-gpu", gpu=gpu, as_compiled=False, fixes=False) for gpu in ("a100", "h100")}
     assert not ours["a100"].copies  # NCHW: the logical order
     assert ours["h100"].copies  # NHWC: the pinned NCHW parameters are copied

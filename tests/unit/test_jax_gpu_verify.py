@@ -71,7 +71,7 @@ def test_a_copy_difference_is_reported_both_ways(monkeypatch):
 def test_without_the_plugin_the_error_says_how_to_install(monkeypatch):
     monkeypatch.setattr(xla_gpu_compile, "plugin_available", lambda: False)
     with pytest.raises(PassError, match="gpu-oracle"):
-        analyze(conv_relu, X, W, target="xla-gpu", gpu="a100", verify=True)
+        analyze(conv_relu, X, W, target="xla-gpu", gpu="a100", as_compiled=False, verify=True)
 
 
 def test_cpu_verification_compares_entry_layouts_only():

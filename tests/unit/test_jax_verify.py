@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 
 import pytest
 
@@ -10,6 +9,7 @@ import jax.numpy as jnp
 from jax.experimental.layout import Layout
 
 from stablehlo_layout.jax import analyze
+from stablehlo_layout.xla_gpu_compile import plugin_available
 
 
 def _f(x, w):
@@ -44,8 +44,7 @@ def test_a_target_other_than_the_compile_platform_is_said() -> None:
     assert any(c == "note: our target is generic, the compile ran on cpu" for c in a.compared)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("jax_plugins") is None
-                    or importlib.util.find_spec("jax_plugins.xla_cuda12") is None,
+@pytest.mark.skipif(not plugin_available(),
                     reason="the XLA:GPU oracle (pip install -e '.[gpu-oracle]') is not installed")
 def test_xla_gpu_verify_says_it_compared_with_xla_gpu() -> None:
     x = jnp.ones((8, 16), jnp.float32)
