@@ -21,8 +21,11 @@ import sys
 import threading
 from typing import Any, Callable, NoReturn, Sequence
 
-from .errors import InputError, OptionError, PassError
+from .errors import InputError, OptionError, PassError, UserTargetError
 from .options import ENTRY_MODES
+
+# Set to show a user target's traceback, as --debug does.
+DEBUG_ENV = "STABLEHLO_LAYOUT_DEBUG"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,6 +54,8 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
                         "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
+    a.add_argument("--debug", action="store_true",
+                   help=f"on a user target's failure, show its traceback (also: {DEBUG_ENV}=1)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -363,6 +368,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 1
     except OptionError as e:
         print(f"stablehlo-layout: error: {' '.join(e.msg.split())}", file=sys.stderr)
+        return 1
+    except UserTargetError as e:
+        if getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exception(e.cause, file=sys.stderr)
+        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
         return 1
     except PassError as e:
         print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)

@@ -65,3 +65,15 @@ class OptionError(PassError):
 
     Not about the input, so it is shown without the input's name.
     """
+
+
+class UserTargetError(PassError):
+    """A user target's hook raised: the target's code failed, not the input.
+
+    ``cause`` is the exception itself, so that ``--debug`` (or
+    ``STABLEHLO_LAYOUT_DEBUG=1``) can show where in the target it came from.
+    """
+
+    def __init__(self, msg: str, cause: BaseException) -> None:
+        super().__init__(msg)
+        self.cause = cause

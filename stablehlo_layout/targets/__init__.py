@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 
-from ..errors import OptionError, PassError
+from ..errors import OptionError, PassError, UserTargetError
 from .base import Target
 from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
@@ -67,6 +67,36 @@ def _class_from_file(name: str, path: str, cls_name: str) -> type:
     return cls
 
 
+# The hooks the engine calls on a target (the methods of ``Target``).
+_HOOKS = tuple(k for k, v in vars(Target).items() if callable(v) and not k.startswith("_"))
+
+
+def _guard_hooks(target: Target, name: str) -> Target:
+    """Make any failure inside a user target's own hooks one ``UserTargetError``.
+
+    Only hooks the user's class defines itself are wrapped (the built-in ones
+    it inherits are ours); SystemExit counts as a failure too, since a target
+    has no business ending the command.  Ctrl-C passes through.
+    """
+    for hook in _HOOKS:
+        owner = next((k for k in type(target).__mro__ if hook in vars(k)), None)
+        if owner is None or owner.__module__.startswith("stablehlo_layout."):
+            continue
+        method = getattr(target, hook)
+
+        def guarded(*args: object, _method=method, _hook=hook, **kwargs: object) -> object:
+            try:
+                return _method(*args, **kwargs)
+            except (UserTargetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:
+                raise UserTargetError(f"target {name!r}: its hook {_hook} raised {type(e).__name__}"
+                                      f"{': ' + str(e) if str(e) else ''}", e) from e
+
+        setattr(target, hook, guarded)
+    return target
+
+
 def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> Target:
     if not (isinstance(cls, type) and issubclass(cls, Target)):
         raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
@@ -76,16 +106,17 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
     if issubclass(cls, XlaGpuTarget):
         model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)  # bad configs fail here, in one line
         try:
-            return cls(gpu=model)
+            gpu_target = cls(gpu=model)
         except Exception as e:
             raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
+        return gpu_target if name in _BUILTIN else _guard_hooks(gpu_target, name)
     try:
         target = cls()
     except Exception as e:
         raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
     if not getattr(target, "name", None) or target.name == "generic" and cls is not GenericTarget:
         target.name = name
-    return target
+    return target if name in _BUILTIN else _guard_hooks(target, name)
 
 
 __all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES",
