@@ -873,10 +873,52 @@ def _leaves(shapes) -> list:
     return out
 
 
+# XLA's HLO parser does not return an error for every malformed instruction:
+# some reach a CHECK in the instruction's constructor and abort the whole
+# process (seen: a reshape whose element count differs from its operand's).
+# Those are checked here first, so the user gets a line, not a core dump.
+_HLO_DEFINITION = re.compile(r"^[ \t]*(?:ROOT[ \t]+)?%?([A-Za-z_][\w.\-]*)[ \t]*=[ \t]*\w+\[([^\]]*)\]([^\n]*)", re.M)
+_HLO_RESHAPE = re.compile(r"[ \t]*(?:\{[^}\n]*\})?[ \t]*reshape\(([^)\n]*)\)")
+_HLO_SIGNATURE_PARAMETER = re.compile(r"%?([A-Za-z_][\w.\-]*):[ \t]*\w+\[([^\]]*)\]")
+
+
+def _static_elements(dims: str) -> int | None:
+    """The element count of an HLO shape's ``[...]``; None if a dim is dynamic."""
+    count = 1
+    for d in filter(None, (x.strip() for x in dims.split(","))):
+        if not d.isdigit():
+            return None
+        count *= int(d)
+    return count
+
+
+def _check_fatal_hlo(text: str, path: str) -> None:
+    """Refuse, with file:line, what XLA's HLO parser would abort the process on."""
+    dims: dict[str, str] = {}
+    for m in _HLO_SIGNATURE_PARAMETER.finditer(text):
+        dims.setdefault(m.group(1), m.group(2))
+    for m in _HLO_DEFINITION.finditer(text):
+        name, shape, rest = m.groups()
+        dims[name] = shape
+        call = _HLO_RESHAPE.match(rest) if "reshape(" in rest else None
+        if call is None or not call.group(1).strip():
+            continue
+        operands = call.group(1)
+        operand = operands.split()[-1].lstrip("%")
+        inline = re.match(r"\s*\w+\[([^\]]*)\]", operands)
+        source = inline.group(1) if inline else dims.get(operand)
+        want, have = _static_elements(shape), _static_elements(source) if source is not None else None
+        if want is not None and have is not None and want != have:
+            line = text.count("\n", 0, m.start(1)) + 1
+            raise InputError(path, f"reshape {name} has {want} elements but its operand {operand} has {have}",
+                             line, None)
+
+
 def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:
     """The parsed HloModule and the text it was parsed from."""
     from jaxlib import _hlo
 
+    _check_fatal_hlo(original, path)
     for _ in range(_MAX_RENAME_ROUNDS):
         try:
             return _hlo.hlo_module_from_text(prepared), prepared
