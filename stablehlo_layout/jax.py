@@ -603,19 +603,24 @@ def _verify(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats) -> N
     ]
     if not a.target.endswith(platform):
         a.compared.append(f"note: our target is {a.target}, the compile ran on {platform}")
-    a.mismatches = []
+    a.mismatches = _entry_mismatches(a, compiler)
+    a.verified = not a.mismatches
+    a.verification = Verification(f"XLA:{platform.upper()}", len(a.params) + len(a.results), list(a.mismatches))
+
+
+def _entry_mismatches(a: JaxAnalysis, compiler: str) -> list[str]:
+    """Ours against the compiler's entry layouts (``a.xla_entry_*``), noting XLA's on each entry."""
+    out: list[str] = []
     for entries, xla in ((a.params, a.xla_entry_params), (a.results, a.xla_entry_results)):
         if len(entries) != len(xla):
-            a.mismatches.append(f"XLA reports {len(xla)} entry {entries[0].kind if entries else 'value'}s, "
-                                f"we have {len(entries)}")
+            out.append(f"XLA reports {len(xla)} entry {entries[0].kind if entries else 'value'}s, "
+                       f"we have {len(entries)}")
         for e, x in zip(entries, xla):
             e.xla = x
             if x != e.minor_to_major:
-                a.mismatches.append(
-                    f"{e.kind} {e.index} {e.shape} ({e.requested}): ours {_fmt(e.minor_to_major)}, "
-                    f"XLA:{platform.upper()} {_fmt(x)}")
-    a.verified = not a.mismatches
-    a.verification = Verification(f"XLA:{platform.upper()}", len(a.params) + len(a.results), list(a.mismatches))
+                out.append(f"{e.kind} {e.index} {e.shape} ({e.requested}): ours {_fmt(e.minor_to_major)}, "
+                           f"{compiler} {_fmt(x)}")
+    return out
 
 
 def _gpu_of(target: Any, gpu: str | None) -> tuple[bool, Any]:
@@ -635,15 +640,7 @@ def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, 
     v = Verification(f"XLA:GPU {xla.gpu}, compiled deviceless", len(a.params) + len(a.results),
                      copies_compared=True, xla_copies=list(xla.copies), late_error=xla.late_error)
     a.xla_entry_params, a.xla_entry_results = xla.entry_params, xla.entry_results
-    for entries, got in ((a.params, xla.entry_params), (a.results, xla.entry_results)):
-        if len(entries) != len(got):
-            v.entry_mismatches.append(f"XLA reports {len(got)} entry {entries[0].kind if entries else 'value'}s, "
-                                      f"we have {len(entries)}")
-        for e, x in zip(entries, got):
-            e.xla = x
-            if x != e.minor_to_major:
-                v.entry_mismatches.append(f"{e.kind} {e.index} {e.shape} ({e.requested}): ours "
-                                          f"{_fmt(e.minor_to_major)}, XLA:GPU {_fmt(x)}")
+    v.entry_mismatches.extend(_entry_mismatches(a, "XLA:GPU"))
     # Copies one to one: each of ours takes an unclaimed XLA copy of the same shape and layouts.
     unclaimed = list(xla.copies)
     for c in a.copies:
