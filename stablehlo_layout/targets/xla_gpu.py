@@ -160,13 +160,10 @@ def reshape_layout(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequen
         kept = align_layouts_gpu(in_dims, in_layout, out_dims, given)
         if kept == given:
             return given
-    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
-    renum = {d: i for i, d in enumerate(keep_in)}
-    simple_in = tuple(renum[d] for d in in_layout if d in renum)
-    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
-    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
-    if simple is None:
+    found = _align_without_size1(in_dims, in_layout, out_dims)
+    if found is None:
         return None
+    keep_out, simple = found
     # Each kept output dim carries the size-1 dims just before it (descending,
     # so the nearest is most minor); trailing size-1 dims lead, most minor.
     last = keep_out[-1] if keep_out else -1
@@ -181,6 +178,18 @@ def reshape_layout(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequen
     return L.intern(layout)
 
 
+def _align_without_size1(in_dims: Sequence[int], in_layout: L.Layout,
+                         out_dims: Sequence[int]) -> tuple[list[int], L.Layout] | None:
+    """AlignLayouts over the dims that are not size 1: the output's such dims, and
+    their layout (numbered among themselves); None where the reshape is no bitcast."""
+    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
+    renum = {d: i for i, d in enumerate(keep_in)}
+    simple_in = tuple(renum[d] for d in in_layout if d in renum)
+    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
+    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
+    return None if simple is None else (keep_out, simple)
+
+
 def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
                       template: L.Layout) -> L.Layout | None:
     """AlignLayouts, but size-1 output dims stay where ``template`` has them.
@@ -193,13 +202,10 @@ def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Seq
     """
     if 1 not in in_dims and 1 not in out_dims:
         return L.align_layouts(in_dims, in_layout, out_dims)
-    keep_in = [d for d, e in enumerate(in_dims) if e != 1]
-    renum = {d: i for i, d in enumerate(keep_in)}
-    simple_in = tuple(renum[d] for d in in_layout if d in renum)
-    keep_out = [d for d, e in enumerate(out_dims) if e != 1]
-    simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
-    if simple is None:
+    found = _align_without_size1(in_dims, in_layout, out_dims)
+    if found is None:
         return None
+    keep_out, simple = found
     aligned = iter(keep_out[d] for d in simple)
     if len(template) != len(out_dims):
         template = L.default_layout(len(out_dims))
