@@ -348,6 +348,26 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
     return code
 
 
+def _reads_through_jax(path: str) -> bool:
+    """Whether reading ``path`` imports jax: a JAX function, or a jax.export artifact."""
+    from .jax import is_reference
+
+    if is_reference(path):
+        return True
+    if path == "-" or not os.path.isfile(path):
+        return False
+    from . import mlir
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head.startswith(mlir.BYTECODE_MAGIC) or mlir.detect_kind(head) in (mlir.MLIR_TEXT, mlir.HLO_TEXT):
+                return False  # text may be cut mid-character in the head; it is still not binary
+            return mlir.detect_kind(head + f.read()) == mlir.JAX_EXPORT
+    except OSError:
+        return False  # reading it fails later, with the reason
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
         _refuse_output_onto_input(args)
@@ -357,6 +377,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             if args.target == "generic":  # before reading (and maybe exporting) the input
                 xla_compile.check_target(args.target)
             xla_compile.prepare_environment(args.target)
+        elif _reads_through_jax(args.input):
+            from . import compile as xla_compile
+
+            # Backends start on first use: start them here, so that a plugin's
+            # probe (the CUDA one, on a machine without a GPU) says nothing.
+            xla_compile.start_jax_quietly(lambda: __import__("jax").devices())
         if args.command == "assign":
             return _assign(args)
         if args.command == "explain":

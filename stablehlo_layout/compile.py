@@ -33,7 +33,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -285,8 +285,18 @@ def prepare_environment(target: str = "") -> None:
     so that a command's stderr carries only what the command says.
     """
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # XLA's INFO lines ("dump enabled ...")
     os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")  # only the CUDA plugin reads it
+    start_jax_quietly(_start_jax)
+
+
+def start_jax_quietly(start: Callable[[], None]) -> None:
+    """Run ``start`` (which imports jax) with its start-up log lines held back from stderr.
+
+    XLA's INFO lines ("dump enabled ...") obey TF_CPP_MIN_LOG_LEVEL; the CUDA
+    plugin's driver probe writes to file descriptor 2 before logging is set
+    up, on every machine without a GPU, so the descriptor itself is parked.
+    """
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     import sys
 
     sys.stderr.flush()
@@ -295,13 +305,13 @@ def prepare_environment(target: str = "") -> None:
     except OSError:  # no stderr to keep clean
         saved = -1
     if saved < 0:
-        _start_jax()
+        start()
         return
     try:
         with tempfile.TemporaryFile() as held:
             os.dup2(held.fileno(), 2)
             try:
-                _start_jax()
+                start()
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)
