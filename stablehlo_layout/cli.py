@@ -54,6 +54,9 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
                         "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
+    a.add_argument("--mlir-print-debuginfo", action="store_true",
+                   help="assign: print locations in the IR; explain, trace: name each op by its whole location "
+                        "(every call-site frame) instead of the short form")
     a.add_argument("--debug", action="store_true",
                    help=f"on a user target's failure, show its traceback (also: {DEBUG_ENV}=1)")
 
@@ -63,7 +66,6 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     a = sub.add_parser("assign", help="assign layouts and insert copies; print the module")
     _common(a)
-    a.add_argument("--mlir-print-debuginfo", action="store_true", help="print locations")
     e = sub.add_parser("explain", help="explain every copy the pass inserts: where, why, cost, fix")
     _common(e)
     e.add_argument("--json", action="store_true", help=f"machine-readable output (schema {'stablehlo-layout.explain/1'})")
@@ -170,6 +172,10 @@ def _analysis(args: argparse.Namespace, trace: bool):
     module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
+    if args.mlir_print_debuginfo:
+        from .graph import show_full_locations
+
+        show_full_locations(graph)
     mlir.discard(module, graph.region_depth)
     if sources is not None:
         from .sources import name_by_instruction

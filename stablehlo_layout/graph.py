@@ -74,6 +74,21 @@ def location_text(loc: Any) -> str:
     return f"{name} ({inner.group(1)}:{inner.group(2)}:{inner.group(3)})" if inner else name
 
 
+def show_full_locations(graph: "Graph") -> None:
+    """Make reports name each op by its whole MLIR location (``--mlir-print-debuginfo``).
+
+    The short form keeps a name, or a name and the innermost file position;
+    the whole one keeps every call-site frame and fused part, as the printed
+    IR would.  An op whose short form was already needed (an error, say)
+    keeps it: the location itself is not kept once formatted.
+    """
+    for ins in graph.instrs:
+        w = ins.where
+        if w is not None and w.__class__ is not str:
+            text = str(w)
+            ins.where = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+
+
 @dataclass(slots=True)
 class Instruction:
     id: int
