@@ -16,14 +16,12 @@ dumps as ``oracle.run_oracle`` does for XLA:CPU.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import tempfile
 import time
 from typing import Any
 
-from .oracle import OracleResult, _short, _skip_reason, find_dumps
+from .oracle import OracleResult, _short, _skip_reason, find_dumps, finish, keep_dumps
 
 # Bump when the way programs are compiled for the GPU changes (it keys the dump cache).
 GPU_ORACLE_VERSION = 1
@@ -148,14 +146,6 @@ def run_gpu_oracle(program: Any, gpu: str, out_dir: str) -> OracleResult:
             reason = _skip_reason(Exception(res.jax_error)) if res.jax_error else "no layout-assignment dumps"
             res.reason = f"no dumps ({reason}: {res.jax_error[:120]})" if res.jax_error else reason
             return res
-        shutil.copyfile(before, os.path.join(out_dir, "before.txt"))
-        shutil.copyfile(after, os.path.join(out_dir, "after.txt"))
-        res.status, res.reason = "ok", ""
-        res.before = os.path.join(out_dir, "before.txt")
-        res.after = os.path.join(out_dir, "after.txt")
-        return res
+        return keep_dumps(res, before, after, out_dir)
     finally:
-        res.seconds = time.perf_counter() - start
-        shutil.rmtree(dump, ignore_errors=True)
-        with open(os.path.join(out_dir, "meta.json"), "w") as f:
-            json.dump(res.to_json(), f, indent=1)
+        finish(res, start, dump, out_dir)

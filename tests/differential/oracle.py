@@ -417,6 +417,24 @@ def find_dumps(dump_dir: str, module_hint: str = "") -> tuple[str | None, str | 
     return b, a
 
 
+def keep_dumps(res: OracleResult, before: str, after: str, out_dir: str) -> OracleResult:
+    """Copy XLA's two layout-assignment dumps into the program's cache folder: the result is ok."""
+    res.before = os.path.join(out_dir, "before.txt")
+    res.after = os.path.join(out_dir, "after.txt")
+    shutil.copyfile(before, res.before)
+    shutil.copyfile(after, res.after)
+    res.status, res.reason = "ok", ""
+    return res
+
+
+def finish(res: OracleResult, start: float, dump: str, out_dir: str) -> None:
+    """Time the compile, drop XLA's dump folder and record the result beside the kept dumps."""
+    res.seconds = time.perf_counter() - start
+    shutil.rmtree(dump, ignore_errors=True)
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump(res.to_json(), f, indent=1)
+
+
 def run_oracle(program: Any, out_dir: str) -> OracleResult:
     """Compile ``program`` (a ``programs.Program``) with layout-assignment dumps."""
     import jax
@@ -447,17 +465,9 @@ def run_oracle(program: Any, out_dir: str) -> OracleResult:
             res.reason = res.reason or "no layout-assignment dumps"
             res.reason = f"no dumps ({res.reason})" if res.jax_error else res.reason
             return res
-        shutil.copyfile(before, os.path.join(out_dir, "before.txt"))
-        shutil.copyfile(after, os.path.join(out_dir, "after.txt"))
-        res.status, res.reason = "ok", ""
-        res.before = os.path.join(out_dir, "before.txt")
-        res.after = os.path.join(out_dir, "after.txt")
-        return res
+        return keep_dumps(res, before, after, out_dir)
     finally:
-        res.seconds = time.perf_counter() - start
-        shutil.rmtree(dump, ignore_errors=True)
-        with open(os.path.join(out_dir, "meta.json"), "w") as f:
-            json.dump(res.to_json(), f, indent=1)
+        finish(res, start, dump, out_dir)
 
 
 def load_cached(out_dir: str) -> OracleResult | None:
