@@ -177,23 +177,10 @@ def discard(module: ir.Module | ir.Operation, depth: int) -> None:
     """
     if depth < _DEEP:
         return
-    top = module.operation
-    ops: list[ir.Operation] = []
-    stack = [iter(_children(top))]
-    while stack:
-        op = next(stack[-1], None)
-        if op is None:
-            stack.pop()
-            continue
-        ops.append(op)
-        if len(op.regions):
-            stack.append(iter(_children(op)))
-    for op in reversed(ops):
+    from .importer import nested_ops  # lazy: the importer imports this module
+
+    for op in reversed(nested_ops(module.operation)):
         op.erase()
-
-
-def _children(op: ir.Operation) -> list[ir.Operation]:
-    return [view.operation for region in op.regions for block in region.blocks for view in block.operations]
 
 
 def to_bytecode(module: ir.Module) -> bytes:
