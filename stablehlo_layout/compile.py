@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import layout as L
 from .errors import InputError
-from .xla_gpu_compile import INSTALL_HINT, plugin_available
+from .xla_gpu_compile import INSTALL_HINT, deviceless_device, plugin_available
 
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 # be able to set jax's environment (``prepare_environment``) before jaxlib's
 # runtime loads and reads it.
 
-__all__ = ["COMPILE_TARGETS", "Compiled", "GPU_EXTRA_HINT", "backend_of", "check_target", "compile_module", "gpu_options",
-           "prepare_environment", "with_entry_layout_modes"]
+__all__ = ["COMPILE_TARGETS", "DUMP_FLAGS", "Compiled", "Dumps", "GPU_EXTRA_HINT", "backend_of", "check_target",
+           "compile_module", "gpu_options", "prepare_environment", "run_to_layout_assignment",
+           "with_entry_layout_modes"]
 
 # The targets that name an XLA backend whose pipeline can be run.
 COMPILE_TARGETS = ("xla-cpu", "xla-gpu")
@@ -218,6 +219,38 @@ def _read_dumps(folder: str) -> tuple[str | None, str | None]:
     return before_text, after_text
 
 
+# Debug options that make XLA dump the module around its layout assignment, as text.
+DUMP_FLAGS: dict[str, Any] = {"xla_dump_hlo_pass_re": "layout-assignment", "xla_dump_hlo_as_text": True}
+
+
+@dataclass(frozen=True)
+class Dumps:
+    """One XLA compile run with layout assignment's dumps: the dumps, and how the compile ended."""
+
+    before: str | None  # the module layout assignment receives (None: XLA stopped earlier)
+    after: str | None  # the module it returns
+    result: Any  # what the compile call returned; None when it raised
+    failure: BaseException | None  # what it raised
+
+
+def run_to_layout_assignment(compile: Callable[[dict[str, Any]], Any]) -> Dumps:
+    """Run ``compile(flags)`` (one XLA compile with the debug options ``flags``) and hand back its dumps.
+
+    ``flags`` are ``DUMP_FLAGS`` plus a temporary ``xla_dump_to`` folder that
+    is gone when this returns.  An exception of the compile is handed back,
+    not raised: XLA may fail in a pass after layout assignment, whose dumps
+    are complete then.
+    """
+    with _dump_folder() as folder:
+        result, failure = None, None
+        try:
+            result = compile({"xla_dump_to": folder, **DUMP_FLAGS})
+        except Exception as e:  # XLA's status errors, and nanobind's for a module it cannot take
+            failure = e
+        before, after = _read_dumps(folder)
+    return Dumps(before, after, result, failure)
+
+
 # --------------------------------------------------------------------------
 # Compiling
 
@@ -229,8 +262,8 @@ def _xla_message(error: BaseException) -> str:
     return re.sub(r"^[A-Z_]+: ", "", text)
 
 
-def _options(client: Any, device: Any, folder: str, n_params: int, n_results: int) -> Any:
-    """The compile options jax.jit would use for one device, plus the dump."""
+def _options(client: Any, device: Any, flags: dict[str, Any], n_params: int, n_results: int) -> Any:
+    """The compile options jax.jit would use for one device, with the debug options ``flags``."""
     from jax._src import compiler
 
     options = compiler.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=[device],
@@ -239,21 +272,19 @@ def _options(client: Any, device: Any, folder: str, n_params: int, n_results: in
     # What jit passes for arguments and results without a sharding.
     build.allow_spmd_sharding_propagation_to_parameters = [True] * max(n_params, 1)
     build.allow_spmd_sharding_propagation_to_output = [True] * max(n_results, 1)
-    debug = build.debug_options
-    debug.xla_dump_to = folder
-    debug.xla_dump_hlo_pass_re = "layout-assignment"
-    debug.xla_dump_hlo_as_text = True
+    for name, value in flags.items():
+        setattr(build.debug_options, name, value)
     return options
 
 
-def _cpu_client() -> tuple[Any, Any]:
+def _cpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any, Any]:
     import jax
 
     try:
         device = jax.devices("cpu")[0]
+        return device.client, device
     except RuntimeError as e:
         raise InputError("stablehlo-layout", f"cannot reach XLA:CPU through jaxlib: {_xla_message(e)}") from None
-    return device.client, device
 
 
 def backend_of(target: Any) -> str:
@@ -336,14 +367,14 @@ def gpu_options(target: Any) -> dict[str, Any]:
     return {"gpu_config": gpu.text, "gpu_label": getattr(gpu, "label", "") or getattr(gpu, "name", "")}
 
 
-def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
+def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any, Any]:
+    if gpu_config is None:
+        raise InputError(path, "--as-compiled --target xla-gpu needs the GPU to compile for (--gpu)")
     if not plugin_available():
         raise InputError("stablehlo-layout",
                          f"--as-compiled --target xla-gpu needs XLA:GPU's compiler: {GPU_EXTRA_HINT}")
-    from jax.experimental import topologies
-
     try:
-        topology = topologies.get_topology_desc(platform="cuda", target_config=config_text, topology="1x1x1")
+        device = deviceless_device(gpu_config)
     except Exception as e:
         message = _xla_message(e)
         if "not implemented for cuda" in message or "Unknown backend" in message:
@@ -351,9 +382,28 @@ def _gpu_client(config_text: str, label: str) -> tuple[Any, Any]:
                              "XLA:GPU's plugin did not load in this process (no CUDA here?): set "
                              f"JAX_PLATFORMS=cpu or JAX_SKIP_CUDA_CONSTRAINTS_CHECK=1 before jax starts ({message})"
                              ) from None
-        raise InputError("stablehlo-layout", f"XLA:GPU refused the GPU description {label}: {message}") from None
-    device = topology.devices[0]
+        raise InputError("stablehlo-layout", f"XLA:GPU refused the GPU description {gpu_label}: {message}") from None
     return device.client, device
+
+
+@dataclass(frozen=True)
+class _Backend:
+    """What differs between the XLA backends ``compile_module`` runs: where client and device come from, the name."""
+
+    client: Callable[[str, str | None, str], tuple[Any, Any]]  # (input, GPU config text, GPU label) -> client, device
+    label: Callable[[Any], str]  # device -> the backend as reports name it
+    compile: Callable[[Any, Any, Any, Any], Any]  # (client, module, devices, options) -> executable
+
+
+_BACKENDS = {
+    # jaxlib's CPU client compiles only to load (it has no compile-only factory).
+    "xla-cpu": _Backend(_cpu_client, lambda device: "XLA:CPU",
+                        lambda client, program, devices, options: client.compile_and_load(program, devices, options)),
+    # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
+    "xla-gpu": _Backend(_gpu_client, lambda device: f"XLA:GPU ({device.device_kind})",
+                        lambda client, program, devices, options:
+                        client.compile(program, executable_devices=devices, compile_options=options)),
+}
 
 
 def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str = "default",
@@ -368,14 +418,9 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     from jax._src.lib import xla_client as xc
     from jaxlib.mlir import ir
 
-    if target == "xla-gpu":
-        if gpu_config is None:
-            raise InputError(path, "--as-compiled --target xla-gpu needs the GPU to compile for (--gpu)")
-        client, device = _gpu_client(gpu_config, gpu_label)
-        backend = f"XLA:GPU ({device.device_kind})"
-    else:
-        client, device = _cpu_client()
-        backend = "XLA:CPU"
+    backend = _BACKENDS[target]
+    client, device = backend.client(path, gpu_config, gpu_label)
+    label = backend.label(device)
     if "mhlo.num_partitions" in module.operation.attributes and \
             ir.IntegerAttr(module.operation.attributes["mhlo.num_partitions"]).value > 1:
         raise InputError(path, "--as-compiled compiles for one device; this module is partitioned "
@@ -385,24 +430,19 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     program = with_entry_layout_modes(module, entry_layouts)
     f = _entry_function(program)
     ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
-    failure: BaseException | None = None
-    with _dump_folder() as folder:
-        options = _options(client, device, folder, len(ftype.inputs), len(ftype.results))
-        devices = xc.DeviceList((device,))
-        try:
-            if target == "xla-gpu":
-                client.compile(program, executable_devices=devices, compile_options=options)
-            else:
-                client.compile_and_load(program, devices, options)
-        except Exception as e:  # XLA's status errors, and nanobind's for a module it cannot take
-            failure = e
-        before, after = _read_dumps(folder)
-    if before is None:
-        what = _xla_message(failure) if failure is not None else "it dumped no module before layout assignment"
-        raise InputError(path, f"{backend} refused to compile it: {what}")
+
+    def compile(flags: dict[str, Any]) -> Any:
+        options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
+        return backend.compile(client, program, xc.DeviceList((device,)), options)
+
+    dumps = run_to_layout_assignment(compile)
+    if dumps.before is None:
+        what = _xla_message(dumps.failure) if dumps.failure is not None else \
+            "it dumped no module before layout assignment"
+        raise InputError(path, f"{label} refused to compile it: {what}")
     note = None
-    if failure is not None:
+    if dumps.failure is not None:
         # A pass after layout assignment failed (deviceless XLA:GPU cannot
         # autotune, for one); what layout assignment saw is complete.
-        note = f"note: {backend} failed after layout assignment: {_xla_message(failure)}"
-    return Compiled(before, after, backend, note)
+        note = f"note: {label} failed after layout assignment: {_xla_message(dumps.failure)}"
+    return Compiled(dumps.before, dumps.after, label, note)

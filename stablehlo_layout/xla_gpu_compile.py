@@ -1,12 +1,14 @@
-"""Compile a JAX function with XLA:GPU for a GPU that is not there, and read what layout assignment did.
+"""XLA:GPU's compiler for a GPU that is not there: its plugin, a device for a described GPU, what verify reads.
 
 XLA:GPU's whole compiler runs deviceless for a device described by a
 ``GpuTargetConfigProto`` (the configs in ``stablehlo_layout/gpus/``): the
 ``jax-cuda12-plugin`` / ``jax-cuda12-pjrt`` packages carry it (the
 ``gpu-oracle`` extra; no driver, no CUDA wheels), and
-``jax.experimental.topologies`` turns a config into a device to compile for.
+``jax.experimental.topologies`` turns a config into a device to compile for
+(``deviceless_device``; ``compile.compile_module`` compiles for it too).
 ``analyze(..., target="xla-gpu", verify=True)`` uses this to hold our answer
-against XLA:GPU's own.
+against XLA:GPU's own; the compile itself, its dumps included, is
+``compile.run_to_layout_assignment``'s.
 
 What comes back (``XlaGpuCompilation``): the entry layouts XLA:GPU compiled
 with, and every copy its layout assignment added (from the
@@ -17,10 +19,7 @@ copies between.
 
 from __future__ import annotations
 
-import glob
-import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +70,20 @@ def plugin_available() -> bool:
 _DEVICES: dict[str, Any] = {}
 
 
+def deviceless_device(config_text: str) -> Any:
+    """XLA:GPU's device for the GPU that ``config_text`` (a GpuTargetConfigProto) describes.
+
+    One topology per config and process.  jaxlib's own exception comes
+    through when the plugin refuses the config or did not load; callers word it.
+    """
+    if config_text not in _DEVICES:
+        from jax.experimental import topologies
+
+        topology = topologies.get_topology_desc(platform="cuda", target_config=config_text, topology="1x1x1")
+        _DEVICES[config_text] = topology.devices[0]
+    return _DEVICES[config_text]
+
+
 def gpu_device(gpu: Any) -> tuple[Any, str]:
     """A deviceless XLA:GPU device for ``gpu``: a shipped name, a config file, None (the default) or a GpuModel."""
     from .targets import load_gpu
@@ -81,15 +94,10 @@ def gpu_device(gpu: Any) -> tuple[Any, str]:
         raise PassError(f"verify=True with target xla-gpu compiles with XLA:GPU, which is not installed: {INSTALL_HINT}")
     if model.platform != "cuda":
         raise PassError(f"verify=True with target xla-gpu compiles for CUDA GPUs only; {model.label} is not one")
-    if model.text not in _DEVICES:
-        from jax.experimental import topologies
-
-        try:
-            topo = topologies.get_topology_desc(platform="cuda", target_config=model.text, topology="1x1x1")
-        except Exception as e:  # jaxlib refused the config or the plugin did not load
-            raise PassError(f"XLA:GPU cannot compile for {model.label}: {str(e).splitlines()[0][:200]}") from None
-        _DEVICES[model.text] = topo.devices[0]
-    return _DEVICES[model.text], model.label
+    try:
+        return deviceless_device(model.text), model.label
+    except Exception as e:  # jaxlib refused the config or the plugin did not load
+        raise PassError(f"XLA:GPU cannot compile for {model.label}: {str(e).splitlines()[0][:200]}") from None
 
 
 def on_device(formats: Any, device: Any) -> Any:
@@ -114,29 +122,23 @@ def compile_deviceless(jitted_for: Any, structs: list[Any], in_formats: Any, out
     import jax
     from jax.sharding import SingleDeviceSharding
 
+    from .compile import run_to_layout_assignment
+
     device, label = gpu_device(gpu)
     sharding = SingleDeviceSharding(device)
     args = jax.tree.map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), structs)
     lowered = jitted_for(on_device(in_formats, device), on_device(out_formats, device)).lower(*args)
-    with tempfile.TemporaryDirectory(prefix="stablehlo-layout-xla-gpu-") as dump:
-        late = ""
-        compiled = None
-        try:
-            compiled = lowered.compile(compiler_options={"xla_dump_to": dump,
-                                                         "xla_dump_hlo_pass_re": "layout-assignment"})
-        except Exception as e:  # e.g. Triton tiling without autotuning, after layout assignment
-            late = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
-        before, after = _dump_pair(dump)
-        if before is None or after is None:
-            raise PassError(f"XLA:GPU ({label}) failed before layout assignment: {late or 'no dumps written'}")
-        with open(before) as f:
-            before_text = f.read()
-        with open(after) as f:
-            after_text = f.read()
-    params, results = entry_layouts(after_text)
-    if compiled is not None:
-        params, results = _formats_layouts(compiled.input_formats[0]), _formats_layouts(compiled.output_formats)
-    return XlaGpuCompilation(label, params, results, added_copies(before_text, after_text), late)
+    dumps = run_to_layout_assignment(lambda flags: lowered.compile(compiler_options=flags))
+    late = ""
+    if dumps.failure is not None:  # e.g. Triton tiling without autotuning, after layout assignment
+        e = dumps.failure
+        late = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}" if str(e) else type(e).__name__
+    if dumps.before is None or dumps.after is None:
+        raise PassError(f"XLA:GPU ({label}) failed before layout assignment: {late or 'no dumps written'}")
+    params, results = entry_layouts(dumps.after)
+    if dumps.result is not None:
+        params, results = _formats_layouts(dumps.result.input_formats[0]), _formats_layouts(dumps.result.output_formats)
+    return XlaGpuCompilation(label, params, results, added_copies(dumps.before, dumps.after), late)
 
 
 def _formats_layouts(formats: Any) -> list[Layout | None]:
@@ -150,12 +152,6 @@ def _formats_layouts(formats: Any) -> list[Layout | None]:
         m2m = getattr(getattr(f, "layout", None), "major_to_minor", None)
         out.append(None if m2m is None else L.from_major_to_minor(m2m))
     return out
-
-
-def _dump_pair(dump: str) -> tuple[str | None, str | None]:
-    befores = sorted(glob.glob(os.path.join(dump, "*before_layout-assignment.txt")))
-    afters = sorted(glob.glob(os.path.join(dump, "*after_layout-assignment*.txt")))
-    return (befores[-1] if befores else None), (afters[-1] if afters else None)
 
 
 # -- reading the dumps ----------------------------------------------------------------------

@@ -299,12 +299,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     device = gpu = None
     if args.target == "xla-gpu":
-        from jax.experimental import topologies
-
         from stablehlo_layout.targets.gpu_config import load_gpu
+        from stablehlo_layout.xla_gpu_compile import deviceless_device
 
         gpu = load_gpu(args.gpu)
-        device = topologies.get_topology_desc(platform="cuda", target_config=gpu.text, topology="1x1x1").devices[0]
+        device = deviceless_device(gpu.text)
     corpus: list[Any] = programs(device)
     if args.generated:
         from .programs import generate

@@ -58,23 +58,15 @@ def gpu_name(gpu: str) -> str:
     return base[:-len(".txtpb")] if base.endswith(".txtpb") else base
 
 
-_DEVICES: dict[str, Any] = {}
-
-
 def gpu_device(gpu: str) -> Any:
-    """A deviceless XLA:GPU device for ``gpu`` (one topology per config and process)."""
-    path = os.path.abspath(config_path(gpu))
-    if path not in _DEVICES:
-        ok, why = oracle_available()
-        if not ok:
-            raise RuntimeError(why)
-        from jax.experimental import topologies
+    """A deviceless XLA:GPU device for ``gpu`` (the package's: one topology per config and process)."""
+    ok, why = oracle_available()
+    if not ok:
+        raise RuntimeError(why)
+    from stablehlo_layout.xla_gpu_compile import deviceless_device
 
-        with open(path) as f:
-            text = f.read()
-        topo = topologies.get_topology_desc(platform="cuda", target_config=text, topology="1x1x1")
-        _DEVICES[path] = topo.devices[0]
-    return _DEVICES[path]
+    with open(config_path(gpu)) as f:
+        return deviceless_device(f.read())
 
 
 def formats_for(program: Any, device: Any) -> tuple[Any, Any]:
@@ -115,9 +107,10 @@ def compile_for_gpu(fn: Any, args: list[Any], gpu: str, dump_dir: str,
     jitted = jax.jit(fn, in_shardings=in_shardings if in_shardings is not None else s,
                      out_shardings=out_shardings, keep_unused=True)
     lowered = jitted.lower(*structs)
-    opts = {"xla_dump_to": dump_dir, "xla_dump_hlo_pass_re": "layout-assignment"}
+    from stablehlo_layout.compile import DUMP_FLAGS
+
     try:
-        lowered.compile(compiler_options=opts)
+        lowered.compile(compiler_options={"xla_dump_to": dump_dir, **DUMP_FLAGS})
     except Exception as e:
         return _short(e)
     return ""

@@ -454,9 +454,10 @@ def run_oracle(program: Any, out_dir: str) -> OracleResult:
         except Exception as e:
             res.reason = f"lowering refused: {_short(e)[:160]}"
             return res
-        opts = {"xla_dump_to": dump, "xla_dump_hlo_pass_re": "layout-assignment"}
+        from stablehlo_layout.compile import DUMP_FLAGS
+
         try:
-            lowered.compile(compiler_options=opts)
+            lowered.compile(compiler_options={"xla_dump_to": dump, **DUMP_FLAGS})
         except Exception as e:
             res.jax_error = _short(e)
             res.reason = _skip_reason(e)

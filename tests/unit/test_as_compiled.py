@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 jax = pytest.importorskip("jax")
+jnp = jax.numpy
 
 from stablehlo_layout import cli, mlir  # noqa: E402
 from stablehlo_layout import compile as xla_compile  # noqa: E402
@@ -100,16 +101,14 @@ KNOWN_GAPS_GPU = {"linalg_solve"}
 def _gpu_device(name: str):
     if not plugin_available():
         pytest.skip("XLA:GPU's compiler is not installed (pip install 'stablehlo-layout[xla-gpu]')")
-    from jax.experimental import topologies
-
     from stablehlo_layout.targets.gpu_config import load_gpu
+    from stablehlo_layout.xla_gpu_compile import deviceless_device
 
     gpu = load_gpu(name)
     try:
-        topology = topologies.get_topology_desc(platform="cuda", target_config=gpu.text, topology="1x1x1")
+        return gpu, deviceless_device(gpu.text)
     except Exception as e:  # the plugin is installed but did not register in this process
         pytest.skip(f"XLA:GPU's plugin did not load: {str(e).splitlines()[0]}")
-    return gpu, topology.devices[0]
 
 
 # Every program on H100; on A100 those whose layouts change with the GPU (convolutions).
@@ -340,19 +339,78 @@ class _InterruptingClient:
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_dump_folder_is_removed_when_interrupted(how, user_export, monkeypatch, tmpdir_for_dumps):
-    export, _ = user_export
-    real = xla_compile._cpu_client
+    import dataclasses
 
-    def interrupted():
-        client, device = real()
+    export, _ = user_export
+    cpu = xla_compile._BACKENDS["xla-cpu"]
+
+    def interrupted(*args):
+        client, device = cpu.client(*args)
         return _InterruptingClient(how), device
 
-    monkeypatch.setattr(xla_compile, "_cpu_client", interrupted)
+    monkeypatch.setitem(xla_compile._BACKENDS, "xla-cpu", dataclasses.replace(cpu, client=interrupted))
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
         xla_compile.compile_module(mlir.read_input(str(export), mlir.make_context()), str(export), "xla-cpu")
     assert not _no_dump_folders(tmpdir_for_dumps)
     assert signal.getsignal(signal.SIGTERM) is previous  # the command's own handler is back
+
+
+# -- one room runs XLA with layout assignment's dumps -----------------------------------------------
+
+
+def test_one_compile_hands_back_both_dumps_and_leaves_no_folder(tmpdir_for_dumps):
+    lowered = jax.jit(lambda x: (x @ x.T).sum(0)).lower(jax.ShapeDtypeStruct((4, 8), "float32"))
+    dumps = xla_compile.run_to_layout_assignment(lambda flags: lowered.compile(compiler_options=flags))
+    assert dumps.failure is None and dumps.result is not None
+    assert dumps.before.startswith("HloModule") and " dot(" in dumps.before
+    # The two sides of the same module's layout assignment.
+    assert dumps.after.split(",", 1)[0] == dumps.before.split(",", 1)[0] == "HloModule jit__lambda"
+    assert not _no_dump_folders(tmpdir_for_dumps)
+
+
+def test_a_failing_compile_is_handed_back_not_raised(tmpdir_for_dumps):
+    seen = []
+
+    def refuse(flags):
+        seen.append(os.path.isdir(flags["xla_dump_to"]))
+        raise RuntimeError("INTERNAL: refused")
+
+    dumps = xla_compile.run_to_layout_assignment(refuse)
+    assert seen == [True]
+    assert dumps.before is None and dumps.after is None and dumps.result is None
+    assert str(dumps.failure) == "INTERNAL: refused"
+    assert not _no_dump_folders(tmpdir_for_dumps)
+
+
+def _counting_room(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = xla_compile.run_to_layout_assignment
+
+    def counting(compile):
+        calls.append(1)
+        return real(compile)
+
+    monkeypatch.setattr(xla_compile, "run_to_layout_assignment", counting)
+    return calls
+
+
+def test_as_compiled_runs_xla_through_the_one_room(monkeypatch):
+    from stablehlo_layout.jax import analyze
+
+    calls = _counting_room(monkeypatch)
+    analyze(lambda x: jnp.sin(x).T, jnp.ones((3, 4)), target="xla-cpu")
+    assert len(calls) == 1
+
+
+def test_gpu_verify_runs_xla_through_the_same_room(monkeypatch):
+    from stablehlo_layout.jax import analyze
+
+    _gpu_device("h100")
+    calls = _counting_room(monkeypatch)
+    a = analyze(lambda x: jnp.sin(x).T, jnp.ones((3, 4)), target="xla-gpu", gpu="h100", verify=True)
+    assert len(calls) == 2  # --as-compiled's compile, then verify's
+    assert a.verification.copies_compared and a.verified, a.mismatches
 
 
 # -- XLA:GPU without its packages -----------------------------------------------------------------
