@@ -16,7 +16,8 @@ The dump still shows which reshapes a pass made: XLA gives new instructions
 the metadata of the one they replace, so such a reshape and its operand
 share an ``op_name`` that names another JAX primitive (``.../dot_general``,
 ``.../add``) instead of one that lowers to a reshape.  ``mark_pass_created`` records that on the converted op
-as the unit attribute ``stablehlo_layout.xla_pass_created``.
+as the unit attribute ``stablehlo_layout.xla_pass_created``.  The metadata is
+read with ``sources``' reader, the one that also gives reports their source lines.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 import re
 
 from jaxlib.mlir import ir
+
+from .sources import instruction_name, metadata_field
 
 PASS_CREATED = "stablehlo_layout.xla_pass_created"
 
@@ -35,7 +38,6 @@ _RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
 _DEFINITION = re.compile(r"[ \t]*(?:ROOT[ \t]+)?%?([\w.\-]+)[ \t]*=[ \t]*(?:\([^\n]*?\)|[^\s(]+)[ \t]+([\w\-]+)\(")
 _NAME_TOKEN = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _SHAPE_TEXT = re.compile(r"\[[^\]]*\]|\{[^}]*\}")
-_OP_NAME = re.compile(r'metadata=\{.*?\bop_name="((?:[^"\\]|\\.)*)"')
 _NAME_LOC = re.compile(r'^loc\("([^"]+)"')
 # XLA's gather and scatter canonicalizers rebuild the gather or scatter itself
 # along with the reshapes of its operands and result, so such a reshape's
@@ -71,18 +73,7 @@ class _Line:
         return [m.group(1) for m in _NAME_TOKEN.finditer(inside)]
 
     def op_name(self) -> str | None:
-        meta = _OP_NAME.search(self.text, self.operands_at)
-        return meta.group(1) if meta is not None else None
-
-
-def _defined_name(line: str) -> str | None:
-    equals = line.find(" = ")
-    if equals < 0:
-        return None
-    head = line[:equals].strip()
-    if head.startswith("ROOT "):
-        head = head[5:].lstrip()
-    return head[1:] if head.startswith("%") else head
+        return metadata_field(self.text, "op_name", self.operands_at)
 
 
 def pass_created_reshapes(text: str) -> set[str]:
@@ -108,7 +99,7 @@ def pass_created_reshapes(text: str) -> set[str]:
     rebuilt: list[_Line] = []
     convolutions: list[_Line] = []
     for k, line in enumerate(lines):
-        name = _defined_name(line)
+        name = instruction_name(line)
         if name is None:
             continue
         where[name] = k
@@ -170,7 +161,7 @@ def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
     mentions = re.compile("|".join(re.escape(n) for n in sorted(of, key=len, reverse=True)))
     out: dict[str, list[str]] = {}
     for line in lines:
-        name = _defined_name(line)
+        name = instruction_name(line)
         if name is None or name in of or mentions.search(line) is None:
             continue
         for operand in _Line(line).operand_names():

@@ -8,7 +8,10 @@ sections of the HLO text.  The loader drops metadata so that ops are named by
 their HLO instruction names; this module reads it back, keyed by those names,
 so a report can put the user's op and source line next to each name.
 
-Plain text in, plain data out: nothing here touches MLIR or jax.
+This is the one reader of per-instruction metadata in dump text:
+``instruction_name`` and ``metadata_field`` serve ``hlo_metadata`` (which
+reshapes a pass made) as well.  Plain text in, plain data out: nothing here
+touches MLIR or jax.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Frame", "Source", "entry_parameter_key", "read_sources"]
+__all__ = ["Frame", "Source", "entry_parameter_key", "instruction_name", "metadata_field", "read_sources"]
 
 
 @dataclass(frozen=True)
@@ -91,9 +94,20 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
 
 
-def _metadata(line: str) -> str | None:
-    """The text inside ``metadata={...}`` on an instruction line (quotes respected)."""
-    start = line.find("metadata={")
+def instruction_name(line: str) -> str | None:
+    """The name an HLO text line defines (``%add.3 = f32[2] add(...)``, ``ROOT x = ...``); None for other lines."""
+    m = _INSTRUCTION.match(line)
+    return m.group(1) if m else None
+
+
+# The inside of ``metadata={...}``: quoted strings kept whole, braces nested
+# one level (XLA prints none deeper; deeper text is left to the scan below).
+_METADATA_BODY = re.compile(r'(?:[^{}"]|"(?:[^"\\]|\\.)*"|\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\})*')
+
+
+def _metadata(line: str, start: int = 0) -> str | None:
+    """The text inside ``metadata={...}`` on an instruction line (quotes respected), searched from ``start``."""
+    start = line.find("metadata={", start)
     while start >= 0:
         # Skip a "metadata={" that sits inside a quoted attribute value.
         before = line[:start].replace('\\"', "")
@@ -103,6 +117,11 @@ def _metadata(line: str) -> str | None:
     if start < 0:
         return None
     i = start + len("metadata={")
+    # Dumps run to 100k instructions: one regex match where it can, the
+    # character scan only for what it cannot (a deeper nesting, an open brace).
+    m = _METADATA_BODY.match(line, i)
+    if m is not None and m.end() < len(line) and line[m.end()] == "}":
+        return line[i:m.end()]
     depth, in_string = 1, False
     j = i
     while j < len(line):
@@ -130,6 +149,15 @@ def _field(meta: str, name: str) -> str | None:
         return _unescape(m.group(1))
     m = re.search(rf"(?<![\w]){name}=(-?\d+)", meta)
     return m.group(1) if m else None
+
+
+def metadata_field(line: str, name: str, start: int = 0) -> str | None:
+    """Field ``name`` (``op_name``, ``source_line``, ...) of an instruction line's metadata, unescaped; None if absent.
+
+    ``start``: where on the line to look for the metadata (after the operands, say).
+    """
+    meta = _metadata(line, start)
+    return None if meta is None else _field(meta, name)
 
 
 class _Stacks:
@@ -202,12 +230,12 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
             section = None
         if "metadata={" not in line:
             continue
-        m = _INSTRUCTION.match(line)
-        if m is None:
+        name = instruction_name(line)
+        if name is None:
             continue
         meta = _metadata(line)
         if meta is not None:
-            pending.append((m.group(1), meta))
+            pending.append((name, meta))
             number = _PARAMETER.search(line) if in_entry else None
             if number is not None:
                 pending.append((entry_parameter_key(int(number.group(1))), meta))

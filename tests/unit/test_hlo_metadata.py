@@ -5,6 +5,7 @@ from __future__ import annotations
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import assign_module
 from stablehlo_layout.hlo_metadata import PASS_CREATED, pass_created_reshapes
+from stablehlo_layout.sources import instruction_name, metadata_field, read_sources
 
 # The shape of XLA:CPU's dumps: DotDecomposer's dot and reshape share the
 # replaced dot_general's metadata.
@@ -128,3 +129,39 @@ def test_a_reshape_without_metadata_into_a_convolution_is_pass_created():
   %neg = f32[8,8,1,8]{3,2,1,0} negate(%reshape.30), metadata={op_name="jit(f)/neg"}
 """
     assert pass_created_reshapes(text) == {"reshape.29"}
+
+
+def test_pass_marking_reads_the_metadata_reports_show():
+    """One reader: the op_name a reshape is judged by is the one a report prints beside it."""
+    sources = read_sources(DUMP)
+    names = [name for name in map(instruction_name, DUMP.splitlines()) if name is not None]
+    assert "reshape.2" in names and "t" in names
+    for line in DUMP.splitlines():
+        name = instruction_name(line)
+        if name is not None:
+            assert metadata_field(line, "op_name") == (sources[name].op_name if name in sources else None)
+
+
+def test_the_reader_skips_quoted_text_and_nested_braces():
+    line = ('  %r = f32[2]{0} custom-call(%x), backend_config="metadata={op_name=\\"no\\"}", '
+            'metadata={op_name="jit(f)/a \\"b\\"/add" profile={x={1}} source_line=4}')
+    assert instruction_name(line) == "r"
+    assert metadata_field(line, "op_name") == 'jit(f)/a "b"/add'
+    assert metadata_field(line, "source_line") == "4"
+    shallow = '  ROOT r.2 = f32[2]{0} add(x, y), metadata={op_name="jit(f)/add" profile={1,2} source_line=9}'
+    assert instruction_name(shallow) == "r.2" and metadata_field(shallow, "source_line") == "9"
+    assert metadata_field("  %r = f32[] add(%a, %b)", "op_name") is None
+    assert instruction_name("ENTRY %main (x: f32[8]) -> f32[2,4] {") is None
+
+
+def test_a_pass_made_reshape_with_an_escaped_op_name():
+    text = """HloModule m, entry_computation_layout={(f32[8]{0})->f32[2,4]{1,0}}
+
+ENTRY %main (x: f32[8]) -> f32[2,4] {
+  %x = f32[8]{0} parameter(0), metadata={op_name="x"}
+  %e = f32[8]{0} exponential(%x), metadata={op_name="jit(f)/the \\"odd\\" scope/exp"}
+  ROOT %reshape.1 = f32[2,4]{1,0} reshape(%e), metadata={op_name="jit(f)/the \\"odd\\" scope/exp"}
+}
+"""
+    assert pass_created_reshapes(text) == {"reshape.1"}
+    assert read_sources(text)["reshape.1"].op_name == 'jit(f)/the "odd" scope/exp'
