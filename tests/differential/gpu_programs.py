@@ -525,23 +525,7 @@ def _finish(b: P._Builder, rng: random.Random, seed: int, index: int) -> P.Progr
                 outs.append(i)
     if rng.random() < 0.05:
         outs.append(rng.choice(b.arg_ids))
-    steps = list(b.steps)
-    arg_ids = b.arg_ids
-    slot = {vid: k for k, vid in enumerate(arg_ids)}
-
-    def fn(*args: Any) -> Any:
-        env: dict[int, Any] = {vid: args[slot[vid]] for vid in arg_ids}
-        for f, ins, ids in steps:
-            res = f(*[env[i] for i in ins])
-            for vid, r in zip(ids, res):
-                env[vid] = r
-        res = tuple(env[o] for o in outs)
-        return res[0] if len(res) == 1 else res
-
-    prog = P.Program(seed, index, fn, list(b.args), [], [], list(b.names), len(outs) == 1)
-    fn.__name__ = fn.__qualname__ = f"gpu_{prog.name}"
-    prog.in_layouts = [P._layout_spec(rng, len(a.shape)) for a in b.args]
-    prog.out_layouts = [P._layout_spec(rng, len(b.vals[o].shape)) for o in outs]
+    prog = P.program_of(b, rng, seed, index, outs, name_prefix="gpu_")
     # XLA:GPU re-chooses pinned results when another is AUTO: pin all results or none, mostly.
     if len(outs) > 1 and any(s == "auto" for s in prog.out_layouts) and rng.random() < 0.8:
         prog.out_layouts = ["auto"] * len(outs) if rng.random() < 0.5 else [
@@ -553,24 +537,9 @@ def generate(seed: int, index: int) -> P.Program:
     """GPU program number ``index`` of the stream ``seed``."""
     rng = random.Random(f"stablehlo-layout-gpu-differential:{seed}:{index}")
     model = rng.random() < 0.3
-    kinds = list(MODEL_KINDS) if model else list(STEP_KINDS)
-    weights = [(MODEL_WEIGHTS if model else WEIGHTS).get(k, 1) for k in kinds]
     table = MODEL_KINDS if model else STEP_KINDS
-    for _attempt in range(20):
-        b = _GpuBuilder(rng)
-        n_steps = 1 if model else rng.randint(2, 5)
-        done = tries = 0
-        while done < n_steps and tries < 40:
-            tries += 1
-            kind = rng.choices(kinds, weights)[0]
-            try:
-                table[kind](b)
-                done += 1
-            except P._Retry:
-                continue
-            except (TypeError, ValueError):
-                continue  # a shape combination JAX refuses: draw another step
-        if not b.steps:
-            continue
-        return _finish(b, rng, seed, index)
-    raise RuntimeError(f"could not generate GPU program {seed}:{index}")
+    b = P.draw_steps(rng, _GpuBuilder, table, MODEL_WEIGHTS if model else WEIGHTS,
+                     lambda: 1 if model else rng.randint(2, 5))
+    if b is None:
+        raise RuntimeError(f"could not generate GPU program {seed}:{index}")
+    return _finish(b, rng, seed, index)

@@ -25,11 +25,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import sys
 import time
-import traceback
 from collections import Counter
 from typing import Any
 
@@ -82,34 +80,26 @@ def process(seed: int, index: int, cache: str, gpu: str, refresh: bool = False,
     """
     from .compare import compare_dumps
     from .gpu_oracle import run_gpu_oracle
-    from .oracle import load_cached
+    from .run import compare_one
 
     ident = f"models/{model}" if model is not None else f"s{seed}/{index}"
     base: dict[str, Any] = {"seed": seed, "index": index, "gpu": gpu_name(gpu), "id": ident}
     if model is not None:
         base["model"] = model
-    try:
-        d = model_dir(cache, gpu, model) if model is not None else program_dir(cache, gpu, seed, index)
-        res = None if refresh else load_cached(d)
-        base["cached"] = res is not None
-        if res is None:
-            if model is not None:
-                from .models import build
 
-                program: Any = build(model)
-            else:
-                from .gpu_programs import generate
+    def build() -> Any:
+        if model is not None:
+            from .models import build
 
-                program = generate(seed, index)
-            res = run_gpu_oracle(program, gpu, d)
-        base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
-        if res.status != "ok":
-            return {**base, "status": "skipped", "reason": res.reason}
-        out = compare_dumps(res.before, res.after, target="xla-gpu", gpu=gpu, unique_keys=True)
-        return {**base, **out, "dir": d}
-    except Exception as e:
-        return {**base, "status": "harness-error",
-                "error": f"{type(e).__name__}: {e}"[:300], "traceback": traceback.format_exc()[-1500:]}
+            return build(model)
+        from .gpu_programs import generate
+
+        return generate(seed, index)
+
+    return compare_one(base, lambda: model_dir(cache, gpu, model) if model is not None else
+                       program_dir(cache, gpu, seed, index), refresh, build,
+                       lambda program, d: run_gpu_oracle(program, gpu, d),
+                       lambda res: compare_dumps(res.before, res.after, target="xla-gpu", gpu=gpu, unique_keys=True))
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -299,24 +289,17 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as e:
             print(f"gpu_run: {e}", file=sys.stderr)
             return 2
+    from .run import chosen_indices, chosen_models, run_parallel, write_results
+
     corpora: list[tuple[str, list[dict[str, Any]]]] = []
     if a.corpus in ("generated", "all"):
-        indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
-        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in indices]))
+        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in chosen_indices(a)]))
     if a.corpus in ("models", "all"):
-        from .models import MODELS, available
-
-        missing = available()
-        if missing:
-            print(f"gpu_run: {missing}", file=sys.stderr)
-            return 2
-        names = a.only.split(",") if a.only and a.corpus == "models" else list(MODELS)
-        unknown = [n for n in names if n not in MODELS]
-        if unknown:
-            print(f"gpu_run: unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}", file=sys.stderr)
+        names, why = chosen_models(a.only if a.corpus == "models" else None)
+        if why:
+            print(f"gpu_run: {why}", file=sys.stderr)
             return 2
         corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
-    from .run import run_parallel
 
     reports, everything = [], {}
     for g in gpus:
@@ -332,11 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(a.report, "w") as f:
             f.write(f"$ python -m tests.differential.gpu_run {' '.join(argv if argv is not None else sys.argv[1:])}\n")
             f.write(text + "\n")
-    path = a.json or os.path.join(a.cache, f"last_run_s{a.seed}.json")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(everything, f, indent=1, default=str)
-    print(f"\nper-program results: {path}")
+    write_results(everything, a.json or os.path.join(a.cache, f"last_run_s{a.seed}.json"))
     return 0
 
 

@@ -140,6 +140,31 @@ def _train(name: str, library: str, description: str, loss: Callable[..., Any], 
     return _program(name, library, description, step, params, opt_state, state, batch)
 
 
+def _mse_train(name: str, library: str, description: str, forward: Callable[[Any, jax.Array], Any], opt: Any,
+               params: Any, x: jax.Array) -> ModelProgram:
+    """``_train`` on the mean square of ``forward(params, x)`` (no model state)."""
+
+    def loss(p: Any, s: Any, x: jax.Array) -> Any:
+        return jnp.mean(forward(p, x) ** 2), s
+
+    return _train(name, library, description, loss, opt, params, (x,))
+
+
+def _xent_train(name: str, library: str, description: str, forward: Callable[[Any, jax.Array], Any], opt: Any,
+                params: Any, x: jax.Array, y: jax.Array) -> ModelProgram:
+    """``_train`` on the cross-entropy of the logits ``forward(params, x)`` against ``y`` (no model state)."""
+
+    def loss(p: Any, s: Any, x: jax.Array, y: jax.Array) -> Any:
+        return _xent(forward(p, x), y), s
+
+    return _train(name, library, description, loss, opt, params, (x, y))
+
+
+def _linen_forward(name: str, description: str, m: Any, x: jax.Array) -> ModelProgram:
+    """A flax linen module's forward pass, initialized at ``x``."""
+    return _program(name, "flax.linen", description, m.apply, m.init(_key(), x), x)
+
+
 # -- flax linen -----------------------------------------------------------------------
 
 
@@ -153,10 +178,7 @@ def linen_mlp() -> ModelProgram:
             x = nn.relu(nn.Dense(32)(x))
             return nn.Dense(10)(x)
 
-    m = MLP()
-    x = _data((8, 48))
-    params = m.init(_key(), x)
-    return _program("linen_mlp", "flax.linen", "3-layer MLP forward", m.apply, params, x)
+    return _linen_forward("linen_mlp", "3-layer MLP forward", MLP(), _data((8, 48)))
 
 
 def _linen_cnn() -> Any:
@@ -218,10 +240,7 @@ def _linen_block(heads: int) -> Any:
 
 
 def linen_transformer() -> ModelProgram:
-    m = _linen_block(4)
-    x = _data((2, 8, 32))
-    params = m.init(_key(), x)
-    return _program("linen_transformer", "flax.linen", "transformer block (4 heads) forward", m.apply, params, x)
+    return _linen_forward("linen_transformer", "transformer block (4 heads) forward", _linen_block(4), _data((2, 8, 32)))
 
 
 def linen_transformer_train() -> ModelProgram:
@@ -229,22 +248,14 @@ def linen_transformer_train() -> ModelProgram:
 
     m = _linen_block(4)
     x = _data((2, 8, 32))
-    params = m.init(_key(), x)
-
-    def loss(params: Any, state: Any, x: jax.Array) -> Any:
-        return jnp.mean(m.apply(params, x) ** 2), state
-
-    return _train("linen_transformer_train", "flax.linen", "transformer block, Adam step",
-                  loss, optax.adam(1e-3), params, (x,))
+    return _mse_train("linen_transformer_train", "flax.linen", "transformer block, Adam step",
+                      m.apply, optax.adam(1e-3), m.init(_key(), x), x)
 
 
 def linen_transformer_one_head() -> ModelProgram:
     """Size-1 dims: batch 1 and a single head."""
-    m = _linen_block(1)
-    x = _data((1, 8, 32))
-    params = m.init(_key(), x)
-    return _program("linen_transformer_one_head", "flax.linen", "transformer block, 1 head, batch 1",
-                    m.apply, params, x)
+    return _linen_forward("linen_transformer_one_head", "transformer block, 1 head, batch 1", _linen_block(1),
+                          _data((1, 8, 32)))
 
 
 def linen_gray_cnn_train() -> ModelProgram:
@@ -261,13 +272,9 @@ def linen_gray_cnn_train() -> ModelProgram:
 
     m = GrayCNN()
     x = _data((1, 8, 8, 1))
-    params = m.init(_key(), x)
-
-    def loss(p: Any, s: Any, x: jax.Array, y: jax.Array) -> Any:
-        return _xent(m.apply(p, x), y), s
-
-    return _train("linen_gray_cnn_train", "flax.linen", "1-channel NHWC conv net with a 1x1 conv, batch 1, Adafactor step",
-                  loss, optax.adafactor(1e-2), params, (x, _labels(1, 10)))
+    return _xent_train("linen_gray_cnn_train", "flax.linen",
+                       "1-channel NHWC conv net with a 1x1 conv, batch 1, Adafactor step",
+                       m.apply, optax.adafactor(1e-2), m.init(_key(), x), x, _labels(1, 10))
 
 
 def linen_transformer_bf16() -> ModelProgram:
@@ -280,20 +287,19 @@ def linen_transformer_bf16() -> ModelProgram:
             x = x + nn.MultiHeadDotProductAttention(num_heads=2, qkv_features=16, dtype=jnp.bfloat16)(h, h)
             return x + nn.Dense(x.shape[-1], dtype=jnp.bfloat16)(nn.gelu(nn.Dense(32, dtype=jnp.bfloat16)(x)))
 
-    m = Block()
-    x = _data((2, 6, 16)).astype(jnp.bfloat16)
-    params = m.init(_key(), x)
-    return _program("linen_transformer_bf16", "flax.linen", "transformer block in bfloat16 (2 heads) forward",
-                    m.apply, params, x)
+    return _linen_forward("linen_transformer_bf16", "transformer block in bfloat16 (2 heads) forward", Block(),
+                          _data((2, 6, 16)).astype(jnp.bfloat16))
 
 
 # -- flax nnx --------------------------------------------------------------------------
 
 
-def _nnx_split(model: Any) -> tuple[Any, Any]:
+def _nnx_forward(model: Any) -> tuple[Callable[[Any, jax.Array], Any], Any]:
+    """The model's forward pass as a function of its state, and that state."""
     from flax import nnx
 
-    return nnx.split(model)
+    graphdef, state = nnx.split(model)
+    return (lambda s, x: nnx.merge(graphdef, s)(x)), state
 
 
 def _nnx_block(d: int, heads: int) -> Any:
@@ -315,41 +321,26 @@ def _nnx_block(d: int, heads: int) -> Any:
 
 
 def nnx_transformer() -> ModelProgram:
-    from flax import nnx
-
-    graphdef, state = _nnx_split(_nnx_block(32, 4))
-    x = _data((2, 8, 32))
-    return _program("nnx_transformer", "flax.nnx", "transformer block (4 heads) forward",
-                    lambda s, x: nnx.merge(graphdef, s)(x), state, x)
+    forward, state = _nnx_forward(_nnx_block(32, 4))
+    return _program("nnx_transformer", "flax.nnx", "transformer block (4 heads) forward", forward, state,
+                    _data((2, 8, 32)))
 
 
 def nnx_transformer_train() -> ModelProgram:
     import optax
-    from flax import nnx
 
-    graphdef, state = _nnx_split(_nnx_block(32, 4))
-    x = _data((2, 8, 32))
-
-    def loss(s: Any, aux: Any, x: jax.Array) -> Any:
-        return jnp.mean(nnx.merge(graphdef, s)(x) ** 2), aux
-
-    return _train("nnx_transformer_train", "flax.nnx", "transformer block, AdamW step",
-                  loss, optax.adamw(1e-3, weight_decay=1e-2), state, (x,))
+    forward, state = _nnx_forward(_nnx_block(32, 4))
+    return _mse_train("nnx_transformer_train", "flax.nnx", "transformer block, AdamW step",
+                      forward, optax.adamw(1e-3, weight_decay=1e-2), state, _data((2, 8, 32)))
 
 
 def nnx_transformer_one_head_train() -> ModelProgram:
     """Size-1 dims: batch 1 and one head, SGD step."""
     import optax
-    from flax import nnx
 
-    graphdef, state = _nnx_split(_nnx_block(16, 1))
-    x = _data((1, 6, 16))
-
-    def loss(s: Any, aux: Any, x: jax.Array) -> Any:
-        return jnp.mean(nnx.merge(graphdef, s)(x) ** 2), aux
-
-    return _train("nnx_transformer_one_head_train", "flax.nnx", "transformer block, 1 head, batch 1, SGD step",
-                  loss, optax.sgd(1e-2), state, (x,))
+    forward, state = _nnx_forward(_nnx_block(16, 1))
+    return _mse_train("nnx_transformer_one_head_train", "flax.nnx", "transformer block, 1 head, batch 1, SGD step",
+                      forward, optax.sgd(1e-2), state, _data((1, 6, 16)))
 
 
 def _nnx_cnn() -> Any:
@@ -399,14 +390,9 @@ def haiku_mlp_train() -> ModelProgram:
 
     net = hk.without_apply_rng(hk.transform(lambda x: hk.nets.MLP([64, 32, 10])(x)))
     x = _data((8, 20))
-    params = net.init(_key(), x)
-
-    def loss(p: Any, state: Any, x: jax.Array, y: jax.Array) -> Any:
-        return _xent(net.apply(p, x), y), state
-
-    return _train("haiku_mlp_train", "haiku", "hk.nets.MLP, Adam step with gradient clipping",
-                  loss, optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3)), params,
-                  (x, _labels(8, 10)))
+    return _xent_train("haiku_mlp_train", "haiku", "hk.nets.MLP, Adam step with gradient clipping",
+                       net.apply, optax.chain(optax.clip_by_global_norm(1.0), optax.adam(1e-3)), net.init(_key(), x),
+                       x, _labels(8, 10))
 
 
 def _haiku_resblock(fmt: str) -> Any:
@@ -478,13 +464,8 @@ def haiku_attention_train() -> ModelProgram:
 
     net = hk.without_apply_rng(hk.transform(f))
     x = _data((2, 8, 32))
-    params = net.init(_key(), x)
-
-    def loss(p: Any, s: Any, x: jax.Array) -> Any:
-        return jnp.mean(net.apply(p, x) ** 2), s
-
-    return _train("haiku_attention_train", "haiku", "hk.MultiHeadAttention + LayerNorm + MLP, Adam step",
-                  loss, optax.adam(1e-3), params, (x,))
+    return _mse_train("haiku_attention_train", "haiku", "hk.MultiHeadAttention + LayerNorm + MLP, Adam step",
+                      net.apply, optax.adam(1e-3), net.init(_key(), x), x)
 
 
 def haiku_attention_one_head_train() -> ModelProgram:
@@ -501,37 +482,29 @@ def haiku_attention_one_head_train() -> ModelProgram:
 
     net = hk.without_apply_rng(hk.transform(f))
     x = _data((1, 6, 16))
-    params = net.init(_key(), x)
-
-    def loss(p: Any, s: Any, x: jax.Array) -> Any:
-        return jnp.mean(net.apply(p, x) ** 2), s
-
-    return _train("haiku_attention_one_head_train", "haiku", "causal hk.MultiHeadAttention, 1 head, batch 1, AdamW step",
-                  loss, optax.adamw(1e-3), params, (x,))
+    return _mse_train("haiku_attention_one_head_train", "haiku",
+                      "causal hk.MultiHeadAttention, 1 head, batch 1, AdamW step",
+                      net.apply, optax.adamw(1e-3), net.init(_key(), x), x)
 
 
 # -- equinox ---------------------------------------------------------------------------
 
 
-def _eqx_split(model: Any) -> tuple[Any, Any]:
+def _eqx_vmapped(model: Any) -> tuple[Callable[[Any, jax.Array], Any], Any]:
+    """The model vmapped over the batch as a function of its arrays, and those arrays."""
     import equinox as eqx
 
-    return eqx.partition(model, eqx.is_array)
+    params, static = eqx.partition(model, eqx.is_array)
+    return (lambda p, x: jax.vmap(eqx.combine(p, static))(x)), params
 
 
 def equinox_mlp_train() -> ModelProgram:
     import equinox as eqx
     import optax
 
-    params, static = _eqx_split(eqx.nn.MLP(16, 4, width_size=32, depth=2, key=_key()))
-    x = _data((8, 16))
-
-    def loss(p: Any, s: Any, x: jax.Array) -> Any:
-        model = eqx.combine(p, static)
-        return jnp.mean(jax.vmap(model)(x) ** 2), s
-
-    return _train("equinox_mlp_train", "equinox", "eqx.nn.MLP under vmap, RMSProp step",
-                  loss, optax.rmsprop(1e-3), params, (x,))
+    forward, params = _eqx_vmapped(eqx.nn.MLP(16, 4, width_size=32, depth=2, key=_key()))
+    return _mse_train("equinox_mlp_train", "equinox", "eqx.nn.MLP under vmap, RMSProp step",
+                      forward, optax.rmsprop(1e-3), params, _data((8, 16)))
 
 
 def _eqx_convnet() -> Any:
@@ -560,18 +533,11 @@ def _eqx_convnet() -> Any:
 
 
 def equinox_convnet_train() -> ModelProgram:
-    import equinox as eqx
     import optax
 
-    params, static = _eqx_split(_eqx_convnet())
-    x = _data((2, 3, 10, 10))
-
-    def loss(p: Any, s: Any, x: jax.Array, y: jax.Array) -> Any:
-        model = eqx.combine(p, static)
-        return _xent(jax.vmap(model)(x), y), s
-
-    return _train("equinox_convnet_train", "equinox", "NCHW convnet (eqx.nn.Conv2d under vmap), Adam step",
-                  loss, optax.adam(1e-3), params, (x, _labels(2, 10)))
+    forward, params = _eqx_vmapped(_eqx_convnet())
+    return _xent_train("equinox_convnet_train", "equinox", "NCHW convnet (eqx.nn.Conv2d under vmap), Adam step",
+                       forward, optax.adam(1e-3), params, _data((2, 3, 10, 10)), _labels(2, 10))
 
 
 def _eqx_attention(heads: int) -> Any:
@@ -598,26 +564,17 @@ def _eqx_attention(heads: int) -> Any:
 
 
 def equinox_attention() -> ModelProgram:
-    import equinox as eqx
-
-    params, static = _eqx_split(_eqx_attention(4))
-    x = _data((3, 8, 32))
+    forward, params = _eqx_vmapped(_eqx_attention(4))
     return _program("equinox_attention", "equinox", "eqx.nn.MultiheadAttention block, vmapped over batch",
-                    lambda p, x: jax.vmap(eqx.combine(p, static))(x), params, x)
+                    forward, params, _data((3, 8, 32)))
 
 
 def equinox_attention_train() -> ModelProgram:
-    import equinox as eqx
     import optax
 
-    params, static = _eqx_split(_eqx_attention(2))
-    x = _data((1, 8, 32))
-
-    def loss(p: Any, s: Any, x: jax.Array) -> Any:
-        return jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2), s
-
-    return _train("equinox_attention_train", "equinox", "attention block (2 heads, batch 1), Lion step",
-                  loss, optax.lion(1e-4), params, (x,))
+    forward, params = _eqx_vmapped(_eqx_attention(2))
+    return _mse_train("equinox_attention_train", "equinox", "attention block (2 heads, batch 1), Lion step",
+                      forward, optax.lion(1e-4), params, _data((1, 8, 32)))
 
 
 def equinox_gray_convnet_train() -> ModelProgram:
@@ -626,26 +583,19 @@ def equinox_gray_convnet_train() -> ModelProgram:
     import optax
 
     k1, k2 = jax.random.split(_key(), 2)
-    params, static = _eqx_split(eqx.nn.Sequential([
+    forward, params = _eqx_vmapped(eqx.nn.Sequential([
         eqx.nn.Conv2d(1, 4, 3, key=k1), eqx.nn.Lambda(jax.nn.relu),
         eqx.nn.Conv2d(4, 1, 1, key=k2),
     ]))
-    x = _data((1, 1, 8, 8))
-
-    def loss(p: Any, s: Any, x: jax.Array) -> Any:
-        return jnp.mean(jax.vmap(eqx.combine(p, static))(x) ** 2), s
-
-    return _train("equinox_gray_convnet_train", "equinox", "1-channel NCHW convs (3x3, then 1x1 to 1 channel), batch 1, Adam step",
-                  loss, optax.adam(1e-3), params, (x,))
+    return _mse_train("equinox_gray_convnet_train", "equinox",
+                      "1-channel NCHW convs (3x3, then 1x1 to 1 channel), batch 1, Adam step",
+                      forward, optax.adam(1e-3), params, _data((1, 1, 8, 8)))
 
 
 def equinox_attention_one_head() -> ModelProgram:
-    import equinox as eqx
-
-    params, static = _eqx_split(_eqx_attention(1))
-    x = _data((2, 8, 32))
+    forward, params = _eqx_vmapped(_eqx_attention(1))
     return _program("equinox_attention_one_head", "equinox", "eqx.nn.MultiheadAttention block, 1 head, vmapped",
-                    lambda p, x: jax.vmap(eqx.combine(p, static))(x), params, x)
+                    forward, params, _data((2, 8, 32)))
 
 
 MODELS: dict[str, Callable[[], ModelProgram]] = {

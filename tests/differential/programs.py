@@ -557,27 +557,39 @@ def _layout_spec(rng: random.Random, rank: int) -> LayoutSpec:
 def generate(seed: int, index: int) -> Program:
     """Program number ``index`` of the stream ``seed``."""
     rng = random.Random(f"stablehlo-layout-differential:{seed}:{index}")
-    kinds = list(STEP_KINDS)
-    weights = [WEIGHTS.get(k, 1) for k in kinds]
+    b = draw_steps(rng, _Builder, STEP_KINDS, WEIGHTS, lambda: rng.randint(2, 6))
+    if b is None:
+        raise RuntimeError(f"could not generate program {seed}:{index}")
+    return _finish(b, rng, seed, index)
+
+
+def draw_steps(rng: random.Random, builder: Callable[[random.Random], _Builder],
+               table: dict[str, Callable[[_Builder], None]], weights: dict[str, int],
+               n_steps: Callable[[], int]) -> _Builder | None:
+    """A builder with ``n_steps()`` steps drawn from ``table`` (by ``weights``), or None after 20 tries.
+
+    A step that cannot be built with the shapes at hand, or one JAX refuses,
+    is drawn again (up to 40 draws per attempt).
+    """
+    kinds = list(table)
+    kind_weights = [weights.get(k, 1) for k in kinds]
     for _attempt in range(20):
-        b = _Builder(rng)
-        n_steps = rng.randint(2, 6)
-        done = 0
-        tries = 0
-        while done < n_steps and tries < 40:
+        b = builder(rng)
+        wanted = n_steps()
+        done = tries = 0
+        while done < wanted and tries < 40:
             tries += 1
-            kind = rng.choices(kinds, weights)[0]
+            kind = rng.choices(kinds, kind_weights)[0]
             try:
-                STEP_KINDS[kind](b)
+                table[kind](b)
                 done += 1
             except _Retry:
                 continue
             except (TypeError, ValueError):
                 continue  # a shape combination JAX refuses: draw another step
-        if not b.steps:
-            continue
-        return _finish(b, rng, seed, index)
-    raise RuntimeError(f"could not generate program {seed}:{index}")
+        if b.steps:
+            return b
+    return None
 
 
 def _finish(b: _Builder, rng: random.Random, seed: int, index: int) -> Program:
@@ -592,7 +604,14 @@ def _finish(b: _Builder, rng: random.Random, seed: int, index: int) -> Program:
         outs.append(rng.choice(extra))
     if rng.random() < 0.05:
         outs.append(rng.choice(arg_ids))  # a parameter returned as is
+    return program_of(b, rng, seed, index, outs)
+
+
+def program_of(b: _Builder, rng: random.Random, seed: int, index: int, outs: list[int],
+               name_prefix: str = "") -> Program:
+    """The program that replays ``b``'s steps and returns the values ``outs``, with drawn layout pins."""
     steps = list(b.steps)
+    arg_ids = b.arg_ids
     slot = {vid: k for k, vid in enumerate(arg_ids)}
 
     def fn(*args: Any) -> Any:
@@ -605,7 +624,7 @@ def _finish(b: _Builder, rng: random.Random, seed: int, index: int) -> Program:
         return res[0] if len(res) == 1 else res
 
     prog = Program(seed, index, fn, list(b.args), [], [], list(b.names), len(outs) == 1)
-    fn.__name__ = fn.__qualname__ = prog.name
+    fn.__name__ = fn.__qualname__ = name_prefix + prog.name
     prog.in_layouts = [_layout_spec(rng, len(a.shape)) for a in b.args]
     prog.out_layouts = [_layout_spec(rng, len(b.vals[o].shape)) for o in outs]
     return prog

@@ -24,6 +24,7 @@ import sys
 import time
 import traceback
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
@@ -64,34 +65,75 @@ def process(seed: int, index: int, cache: str, target: str = "xla-cpu",
             refresh: bool = False, model: str | None = None) -> dict[str, Any]:
     """Oracle (cached) + comparison for one program (generated, or ``model`` of models.py); never raises."""
     from .compare import compare_dumps
-    from .oracle import load_cached, run_oracle
+    from .oracle import run_oracle
 
     if model is not None:
         base: dict[str, Any] = {"seed": seed, "index": index, "id": f"models/{model}", "model": model}
     else:
         base = {"seed": seed, "index": index, "id": f"s{seed}/{index}"}
+
+    def build() -> Any:
+        if model is not None:
+            from .models import build
+
+            return build(model)
+        from .programs import generate
+
+        return generate(seed, index)
+
+    return compare_one(base, lambda: model_dir(cache, model) if model is not None else program_dir(cache, seed, index),
+                       refresh, build, run_oracle, lambda res: compare_dumps(res.before, res.after, target=target))
+
+
+def compare_one(base: dict[str, Any], folder: Callable[[], str], refresh: bool, build: Callable[[], Any],
+                oracle: Callable[[Any, str], Any], compare: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """One program's result: XLA's dumps (cached in ``folder()``, else ``oracle(build(), folder)``) compared.
+
+    ``base`` (the program's ids) leads the result.  Never raises: a failure
+    of the harness itself comes back as a result with its status.
+    """
+    from .oracle import load_cached
+
     try:
-        d = model_dir(cache, model) if model is not None else program_dir(cache, seed, index)
+        d = folder()
         res = None if refresh else load_cached(d)
         base["cached"] = res is not None
         if res is None:
-            if model is not None:
-                from .models import build
-
-                program = build(model)
-            else:
-                from .programs import generate
-
-                program = generate(seed, index)
-            res = run_oracle(program, d)
+            res = oracle(build(), d)
         base.update(program=res.program, jax_error=res.jax_error, oracle_seconds=res.seconds)
         if res.status != "ok":
             return {**base, "status": "skipped", "reason": res.reason}
-        out = compare_dumps(res.before, res.after, target=target)
-        return {**base, **out, "dir": d}
+        return {**base, **compare(res), "dir": d}
     except Exception as e:
         return {**base, "status": "harness-error",
                 "error": f"{type(e).__name__}: {e}"[:300], "traceback": traceback.format_exc()[-1500:]}
+
+
+def chosen_models(only: str | None) -> tuple[list[str], str]:
+    """The model names to run (``--only``, else every one of models.py) and "" or why they cannot run."""
+    from .models import MODELS, available
+
+    missing = available()
+    if missing:
+        return [], missing
+    names = only.split(",") if only else list(MODELS)
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        return [], f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}"
+    return names, ""
+
+
+def chosen_indices(a: argparse.Namespace) -> list[int]:
+    """The generated programs to run: ``--only``, else ``--count`` from ``--start``."""
+    return [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
+
+
+def write_results(results: Any, path: str) -> None:
+    """Every per-program result as JSON at ``path``, and say where."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=str)
+    print(f"\nper-program results: {path}")
 
 
 def _task_id(t: dict[str, Any]) -> str:
@@ -346,33 +388,21 @@ def main(argv: list[str] | None = None) -> int:
                          "flax, haiku, equinox and optax (models.py; --count/--start/--seed do not apply)")
     a = ap.parse_args(argv)
     if a.corpus == "models":
-        from .models import MODELS, available
-
-        missing = available()
-        if missing:
-            print(f"error: {missing}", file=sys.stderr)
-            return 1
-        names = a.only.split(",") if a.only else list(MODELS)
-        unknown = [n for n in names if n not in MODELS]
-        if unknown:
-            print(f"error: unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}", file=sys.stderr)
+        names, why = chosen_models(a.only)
+        if why:
+            print(f"error: {why}", file=sys.stderr)
             return 1
         tasks = [{"seed": 0, "index": k, "cache": a.cache, "target": a.target, "refresh": a.refresh,
                   "model": n} for k, n in enumerate(names)]
     else:
-        indices = [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
         tasks = [{"seed": a.seed, "index": i, "cache": a.cache, "target": a.target,
-                  "refresh": a.refresh} for i in indices]
+                  "refresh": a.refresh} for i in chosen_indices(a)]
     t0 = time.monotonic()
     results = run_parallel(tasks, a.jobs, a.timeout)
     elapsed = time.monotonic() - t0
     print(format_report(results, a.show, elapsed))
     last = "last_run_models.json" if a.corpus == "models" else f"last_run_s{a.seed}.json"
-    path = a.json or os.path.join(a.cache, last)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(results, f, indent=1, default=str)
-    print(f"\nper-program results: {path}")
+    write_results(results, a.json or os.path.join(a.cache, last))
     return 0
 
 
