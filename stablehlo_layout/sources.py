@@ -21,7 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Frame", "Source", "entry_parameter_key", "instruction_name", "metadata_field", "read_sources"]
+__all__ = ["Frame", "Source", "closing_bracket", "entry_parameter_key", "instruction_name", "metadata_field",
+           "read_sources"]
 
 
 @dataclass(frozen=True)
@@ -122,24 +123,29 @@ def _metadata(line: str, start: int = 0) -> str | None:
     m = _METADATA_BODY.match(line, i)
     if m is not None and m.end() < len(line) and line[m.end()] == "}":
         return line[i:m.end()]
-    depth, in_string = 1, False
-    j = i
-    while j < len(line):
-        c = line[j]
+    end = closing_bracket(line, i - 1, "{", "}")
+    return None if end is None else line[i:end]
+
+
+def closing_bracket(text: str, pos: int, open_: str = "(", close: str = ")") -> int | None:
+    """Index of the bracket that closes the one at ``pos``, quoted strings skipped; None if none does."""
+    depth, p, in_string = 0, pos, False
+    while p < len(text):
+        c = text[p]
         if in_string:
             if c == "\\":
-                j += 1
+                p += 1
             elif c == '"':
                 in_string = False
         elif c == '"':
             in_string = True
-        elif c == "{":
+        elif c == open_:
             depth += 1
-        elif c == "}":
+        elif c == close:
             depth -= 1
             if depth == 0:
-                return line[i:j]
-        j += 1
+                return p
+        p += 1
     return None
 
 

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from stablehlo_layout.sources import closing_bracket
+
 # Bump when the way programs are compiled or dumped changes (it keys the dump cache;
 # parsing changes do not need a bump).
 ORACLE_VERSION = 1
@@ -160,25 +162,9 @@ def strip_attribute(text: str, name: str = "metadata") -> str:
             out.append(text[i:j + len(key)])
             i = j + len(key)
             continue
-        depth, p, in_str = 0, j + len(key) - 1, False
-        while p < len(text):
-            c = text[p]
-            if in_str:
-                if c == "\\":
-                    p += 1
-                elif c == '"':
-                    in_str = False
-            elif c == '"':
-                in_str = True
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            p += 1
+        p = closing_bracket(text, j + len(key) - 1, "{", "}")
         out.append(text[i:start])
-        i = p + 1
+        i = (len(text) if p is None else p) + 1
 
 
 @dataclass
@@ -228,23 +214,9 @@ _CALL_ATTRS = ("to_apply", "condition", "body", "calls", "true_computation", "fa
 
 def _balanced(text: str, pos: int, open_: str = "(", close: str = ")") -> int:
     """Index of the bracket closing the one at ``pos`` (strings skipped)."""
-    depth, p, in_str = 0, pos, False
-    while p < len(text):
-        c = text[p]
-        if in_str:
-            if c == "\\":
-                p += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return p
-        p += 1
+    p = closing_bracket(text, pos, open_, close)
+    if p is not None:
+        return p
     raise ValueError(f"unbalanced {open_!r} in {text[pos:pos + 60]!r}")
 
 
