@@ -33,6 +33,7 @@ from jax import lax
 
 from .compare import compare_dumps
 from .oracle import parse_hlo, run_oracle
+from .programs import layout_format
 
 LayoutSpec = Any  # None (default), "auto", or a JAX major_to_minor tuple
 
@@ -54,20 +55,12 @@ class Realistic:
                 "out_layouts": self.out_layouts}
 
     def formats(self) -> tuple[Any, Any]:
-        from jax.experimental.layout import Format, Layout
         from jax.sharding import SingleDeviceSharding
 
         sharding = SingleDeviceSharding(self.device or jax.devices("cpu")[0])
-
-        def fmt(s: LayoutSpec) -> Any:
-            if s is None:
-                return None
-            if s == "auto":
-                return Format(Layout.AUTO, sharding)
-            return Format(Layout(major_to_minor=tuple(s)), sharding)
-
-        ins = tuple(fmt(self.in_layouts[i] if i < len(self.in_layouts) else None) for i in range(len(self.args)))
-        return ins, fmt(self.out_layouts)
+        ins = tuple(layout_format(self.in_layouts[i] if i < len(self.in_layouts) else None, sharding)
+                    for i in range(len(self.args)))
+        return ins, layout_format(self.out_layouts, sharding)
 
     def exported(self) -> bytes:
         """The serialized ``jax.export`` artifact: the raw program a user hands the tool."""

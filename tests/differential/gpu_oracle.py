@@ -71,22 +71,15 @@ def gpu_device(gpu: str) -> Any:
 
 def formats_for(program: Any, device: Any) -> tuple[Any, Any]:
     """``program``'s layout pins as jit shardings on ``device`` (Program.formats is CPU's)."""
-    from jax.experimental.layout import Format, Layout
     from jax.sharding import SingleDeviceSharding
 
+    from .programs import layout_format
+
     sharding = SingleDeviceSharding(device)
-
-    def fmt(s: Any) -> Any:
-        if s is None:
-            return sharding
-        if s == "auto":
-            return Format(Layout.AUTO, sharding)
-        return Format(Layout(major_to_minor=tuple(s)), sharding)
-
-    ins = tuple(fmt(s) for s in program.in_layouts)
+    ins = tuple(layout_format(s, sharding, sharding) for s in program.in_layouts)
     if getattr(program, "out_layouts", None) is None:
         return ins, None  # a model program leaves its results to JAX's defaults
-    outs = tuple(fmt(s) for s in program.out_layouts)
+    outs = tuple(layout_format(s, sharding, sharding) for s in program.out_layouts)
     return ins, (outs[0] if program.single_output else outs)
 
 

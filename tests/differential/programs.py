@@ -58,22 +58,25 @@ class Program:
         }
 
     def formats(self) -> tuple[Any, Any]:
-        """(in_shardings, out_shardings) for ``jax.jit``."""
-        from jax.experimental.layout import Format, Layout
+        """(in_shardings, out_shardings) for ``jax.jit`` on XLA:CPU's device."""
         from jax.sharding import SingleDeviceSharding
 
         sharding = SingleDeviceSharding(jax.devices("cpu")[0])
-
-        def fmt(s: LayoutSpec) -> Any:
-            if s is None:
-                return None
-            if s == "auto":
-                return Format(Layout.AUTO)
-            return Format(Layout(major_to_minor=tuple(s)), sharding)
-
-        ins = tuple(fmt(s) for s in self.in_layouts)
-        outs = tuple(fmt(s) for s in self.out_layouts)
+        # AUTO without the sharding, as the generator has always lowered it (the cached dumps keep their keys).
+        ins = tuple(layout_format(s, sharding, auto_sharded=False) for s in self.in_layouts)
+        outs = tuple(layout_format(s, sharding, auto_sharded=False) for s in self.out_layouts)
         return ins, (outs[0] if self.single_output else outs)
+
+
+def layout_format(spec: LayoutSpec, sharding: Any, unpinned: Any = None, auto_sharded: bool = True) -> Any:
+    """A layout pin as ``jax.jit`` takes it, on ``sharding``: ``unpinned`` for None, AUTO, or a major_to_minor."""
+    from jax.experimental.layout import Format, Layout
+
+    if spec is None:
+        return unpinned
+    if spec == "auto":
+        return Format(Layout.AUTO, sharding) if auto_sharded else Format(Layout.AUTO)
+    return Format(Layout(major_to_minor=tuple(spec)), sharding)
 
 
 @dataclass
