@@ -739,7 +739,7 @@ def _render_in_place(r: CopyReport) -> str:
              f"  producer: {r.producer['value']}{_source_suffix(r.producer)}"]
     lines.extend(f"  consumer: {c['use']}{_source_suffix(c)}" for c in r.consumers)
     lines.append(_cost_line(r))
-    lines.append(f"  why: {r.verdict}")
+    lines.append(f"  why: {rule_text(r.reason)}: {r.verdict}")
     lines.append(f"  the consumer reads it in {lay} because:")
     lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.consumer_chain))
     lines.append(f"  fix: {r.fix_note}")
@@ -796,6 +796,8 @@ TRACE_WORDS: dict[str, str] = {
     "dfs": "dfs",
     "bfs": "bfs",
     # Only the page says these.
+    "in-place-header": "in-place copies (XLA copies these operands before analysis; no layout changes):",
+    "in-place": "copy of {value} for {use} = {layout}  [custom-call-in-place; output {output} overwrites it]",
     "why": "why: {text}",
     "why-note": "why: {text} ({note})",
     "origin-source": "origin: a source (nothing before it)",
@@ -893,4 +895,12 @@ def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> 
         lines.append("  " + TRACE_WORDS["pop"].format(n=n, **fact_words(g, ev.constraint, subject)))
         for d in ev.derived:
             lines.append("      " + TRACE_WORDS["derived"].format(**fact_words(g, d, subject)))
+    # They come from no worklist pop (aliasing.py): listed after the pops.
+    in_place = [e for e in a.copies if e.aliased_output is not None]
+    if in_place:
+        lines.append(TRACE_WORDS["in-place-header"])
+        for e in in_place:
+            lines.append("  " + TRACE_WORDS["in-place"].format(
+                value=describe_value(g, e.value), use=describe_use(g, e.consumer, e.operand),
+                layout=L.format_layout(e.dst), output=e.aliased_output))
     return "\n".join(lines) + "\n"
