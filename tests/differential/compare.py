@@ -328,6 +328,28 @@ def _line(hlo: HloModule, name: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+_ALIASING = re.compile(r"output_to_operand_aliasing=\{(.*?)\}(?:, |$)")
+
+
+def _copy_reason(hlo: HloModule, name: str) -> str:
+    """Why XLA made copy ``name``: an in-place custom-call operand (aliasing.py), or a relayout."""
+    ins = hlo.instrs[name]
+    for u in ins.users:
+        user = hlo.instrs[u]
+        m = _ALIASING.search(user.line) if user.opcode == "custom-call" else None
+        if m is None:
+            continue
+        aliased = {int(x) for x in re.findall(r"\(\s*(\d+)\s*,", m.group(1))}
+        if any(user.operands[k] == name for k in aliased if k < len(user.operands)):
+            target = re.search(r'custom_call_target="([^"]+)"', user.line)
+            return f"in-place operand of @{target.group(1) if target else '?'} (its output overwrites it)"
+    src = hlo.instrs.get(ins.operands[0]) if ins.operands else None
+    if src is not None and isinstance(src.shape, ArrayShape) and isinstance(ins.shape, ArrayShape) \
+            and src.shape.layout == ins.shape.layout:
+        return "same layout, not for an in-place operand"
+    return "relayout"
+
+
 def _assign(module: Any, target: str, gpu: str | None) -> Any:
     """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model."""
     from stablehlo_layout.assignment import assign_module
@@ -448,7 +470,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
             e = (key_text(canonical(src, after)), cons, format_layout(lay))
             xla_edges[e] += 1
         src_shape = shape_at(after.instrs[src[0]].shape, src[1]) if src[0] in after.instrs else None
-        xla_copy_info.append({"copy": c, "src": key_text(src), "bytes": nbytes,
+        xla_copy_info.append({"copy": c, "src": key_text(src), "bytes": nbytes, "why": _copy_reason(after, c),
                               "src_layout": format_layout(src_shape.layout) if isinstance(src_shape, ArrayShape) else "-",
                               "dst": format_layout(lay), "line": _line(after, c)})
     our_edges: Counter = Counter()

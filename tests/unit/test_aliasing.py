@@ -175,3 +175,19 @@ def test_the_dump_reads_with_its_in_place_copies_marked():
     r = assign_module(mlir.read_input(str(pair / "before.txt"), mlir.make_context()), "xla-cpu")
     assert sorted(r.graph.instrs[c.edges[0].consumer].attrs["target"] for c in in_place(r)) == [
         "lapack_sgeqrf_ffi", "lapack_spotrf_ffi", "lapack_strsm_ffi", "lapack_strsm_ffi"]
+
+
+def test_the_differential_report_says_why_xla_made_each_copy():
+    from tests.differential.compare import compare_dumps
+
+    pair = REPO / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
+    r = compare_dumps(str(pair / "before.txt"), str(pair / "after.txt"), "xla-cpu")
+    whys = [c["why"] for c in r["xla_copy_info"]]
+    in_place_whys = sorted(w for w in whys if w.startswith("in-place operand"))
+    assert in_place_whys == [
+        "in-place operand of @lapack_sgeqrf_ffi (its output overwrites it)",
+        "in-place operand of @lapack_spotrf_ffi (its output overwrites it)",
+        "in-place operand of @lapack_strsm_ffi (its output overwrites it)",
+        "in-place operand of @lapack_strsm_ffi (its output overwrites it)",
+    ]
+    assert all(w == "relayout" for w in whys if not w.startswith("in-place"))
