@@ -17,10 +17,12 @@ The LAPACK (XLA:CPU) and cuSOLVER (XLA:GPU) calls of ``jnp.linalg`` and
 ``jax.scipy.linalg`` (potrf, getrf, geqrf, syevd, gesvd, trsm, ...) are
 such calls, in raw StableHLO and in XLA's dumps alike.
 
-In propagation the copy is transparent: the call's declared operand layout
-reaches the copy's operand as it reaches the operand itself without it (our
-engine sees no copy and gets the same layouts as XLA), so a value in another
-layout gets XLA's relayout copy first and this copy after it.  Here the copies
+In propagation we treat the copy as transparent: the call's declared
+operand layout reaches the copy's operand as it reaches the operand itself
+without it, so a value in another layout gets XLA's relayout copy first and
+this copy after it.  That is what XLA's dumps show (XLA:CPU's all agree);
+one XLA:GPU program (a Cholesky solve, README) shows the demand arriving
+later than ours, after a transpose's forward layout took the operand.  Here the copies
 are derived from the engine's answer, as plain data: one ``CopyEdge`` per
 (custom call, aliased operand), with ``aliased_output`` set to the output
 that overwrites it.
