@@ -20,7 +20,8 @@ from . import layout as L
 from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
 from .errors import PassError
 from .graph import Graph, Value, shape_text
-from .propagation import Assignment, CopyGroup, Engine, copy_groups
+from .aliasing import what_removes, why_copied
+from .propagation import Assignment, CopyGroup, assign_layouts, copy_groups
 from .sources import Source, entry_parameter_key
 
 SCHEMA = "stablehlo-layout.explain/1"
@@ -42,6 +43,7 @@ RULE_TEXT = {
     "broadcast-operand": "the broadcast's output layout restricted to the broadcast dimensions",
     "custom-call-layout": "layout-constrained custom call",
     "custom-call-alias": "a custom call output aliases this operand",
+    "custom-call-in-place": "a custom call overwrites this operand in place: XLA copies it first (no relayout)",
     "call-interface": "the callee's recorded interface",
     "while-interface": "the loop's body and condition agree on one layout per carried value",
     "while-back-edge": "the loop body's result nudges the body parameter it feeds",
@@ -131,6 +133,13 @@ class CopyReport:
     # One chain per consumer, in ``consumers`` order (``consumer_chain`` is the first):
     # consumers that share a copy may want its layout for different reasons.
     consumer_chains: list[list[Link]] = field(default_factory=list)
+    # XLA's same-layout copy of an operand a custom call overwrites (aliasing.py):
+    # the output that overwrites it; None for a copy that changes the layout.
+    aliased_output: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return "relayout" if self.aliased_output is None else "in-place"
 
     @property
     def in_loop(self) -> bool:
@@ -151,7 +160,8 @@ class CopyReport:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "index": self.index, "shape": self.shape,
+            "index": self.index, "shape": self.shape, "kind": self.kind,
+            "aliased_output": self.aliased_output,
             "from": {"minor_to_major": L.format_layout(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
             "to": {"minor_to_major": L.format_layout(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
             "producer": self.producer,
@@ -415,7 +425,7 @@ def rerun(a: Assignment, params: list[Any], results: list[Any]) -> Assignment:
     saved = g.entry_param_modes, g.entry_result_modes
     g.entry_param_modes, g.entry_result_modes = params, results
     try:
-        return Engine(g, a.target, a.entry_mode).run()
+        return assign_layouts(g, a.target, a.entry_mode)
     finally:
         g.entry_param_modes, g.entry_result_modes = saved
 
@@ -427,7 +437,8 @@ def _copy_bytes(a: Assignment) -> tuple[int, int]:
 
 
 def _edges(a: Assignment) -> set[tuple[int, int]]:
-    return {(e.consumer, e.operand) for e in a.copies}
+    """The uses relayout copies serve (an in-place copy of the same use is another matter)."""
+    return {(e.consumer, e.operand) for e in a.copies if e.aliased_output is None}
 
 
 class _Fixer:
@@ -560,15 +571,23 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
     if not a.exact:
         # A fast run keeps no provenance; the exact run reaches the same
         # layouts and copies on the same graph and records why.
-        a = Engine(a.graph, a.target, a.entry_mode, exact=True).run()
+        a = assign_layouts(a.graph, a.target, a.entry_mode, exact=True)
     g = a.graph
     fixer = _Fixer(a, max_reruns if fixes else 0)
     reports: list[CopyReport] = []
+    relayout_uses = _edges(a)
     for n, group in enumerate(copy_groups(a), 1):
         v = g.values[group.value]
         demand = group.edges[0].demand
         producer_c = a.buffer_constraints.get(v.buffer)
-        fix, note = fixer.best(group) if fixes else (None, "")
+        if group.in_place:
+            # No entry-layout change removes it: the layout is not why it is there.
+            e = group.edges[0]
+            fix, note = None, what_removes(g, e, (e.consumer, e.operand) in relayout_uses)
+            why, reason = why_copied(g, group.edges[0]), "custom-call-in-place"
+        else:
+            fix, note = fixer.best(group) if fixes else (None, "")
+            why, reason = verdict(a, group), source_rule(demand)
         chains = [chain(g, e.demand, sources) for e in group.edges]
         reports.append(CopyReport(
             index=n,
@@ -586,12 +605,13 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
             loop_trips=loop_trips(g, group.edges[0].consumer),
             consumer_chain=chains[0],
             producer_chain=chain(g, producer_c, sources),
-            verdict=verdict(a, group),
-            reason=source_rule(demand),
+            verdict=why,
+            reason=reason,
             fix=fix,
             fix_note=note,
             edges=tuple((e.consumer, e.operand) for e in group.edges),
             consumer_chains=chains,
+            aliased_output=group.edges[0].aliased_output,
         ))
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:
@@ -659,6 +679,8 @@ def _source_suffix(entry: dict[str, Any]) -> str:
 
 
 def render_copy(r: CopyReport) -> str:
+    if r.aliased_output is not None:
+        return _render_in_place(r)
     lines = [f"copy #{r.index}: {r.shape} {L.format_layout(r.src)} -> {L.format_layout(r.dst)}"]
     lines.append(f"  layouts: {_layouts(r.src)} -> {_layouts(r.dst)}")
     lines.append(f"  producer: {r.producer['value']}{_source_suffix(r.producer)}")
@@ -696,6 +718,31 @@ def render_copy(r: CopyReport) -> str:
         lines.append(f"  fix: {f.description}: {gain} overall{took} (checked by running the pass again)")
     elif r.fix_note:
         lines.append(f"  fix: {r.fix_note}")
+    return "\n".join(lines)
+
+
+def _cost_line(r: CopyReport) -> str:
+    if not r.in_loop:
+        return f"  cost: {fmt_bytes(r.bytes)} per execution"
+    if r.total_bytes is None:
+        return f"  cost: {fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)"
+    trips = " x ".join(str(t) for t in r.loop_trips)
+    return (f"  cost: {fmt_bytes(r.bytes)} per iteration x {trips} iterations = "
+            f"{fmt_bytes(r.total_bytes)} per execution")
+
+
+def _render_in_place(r: CopyReport) -> str:
+    """An in-place copy: no layout changes, so no priority story; why XLA copies, and what removes it."""
+    lay = L.format_layout(r.dst)
+    lines = [f"copy #{r.index}: {r.shape} {lay} -> {lay} (same layout: an in-place operand, not a relayout)",
+             f"  layout: {_layouts(r.dst)}",
+             f"  producer: {r.producer['value']}{_source_suffix(r.producer)}"]
+    lines.extend(f"  consumer: {c['use']}{_source_suffix(c)}" for c in r.consumers)
+    lines.append(_cost_line(r))
+    lines.append(f"  why: {rule_text(r.reason)}: {r.verdict}")
+    lines.append(f"  the consumer reads it in {lay} because:")
+    lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.consumer_chain))
+    lines.append(f"  fix: {r.fix_note}")
     return "\n".join(lines)
 
 
@@ -749,6 +796,8 @@ TRACE_WORDS: dict[str, str] = {
     "dfs": "dfs",
     "bfs": "bfs",
     # Only the page says these.
+    "in-place-header": "in-place copies (XLA copies these operands before analysis; no layout changes):",
+    "in-place": "copy of {value} for {use} = {layout}  [custom-call-in-place; output {output} overwrites it]",
     "why": "why: {text}",
     "why-note": "why: {text} ({note})",
     "origin-source": "origin: a source (nothing before it)",
@@ -846,4 +895,12 @@ def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> 
         lines.append("  " + TRACE_WORDS["pop"].format(n=n, **fact_words(g, ev.constraint, subject)))
         for d in ev.derived:
             lines.append("      " + TRACE_WORDS["derived"].format(**fact_words(g, d, subject)))
+    # They come from no worklist pop (aliasing.py): listed after the pops.
+    in_place = [e for e in a.copies if e.aliased_output is not None]
+    if in_place:
+        lines.append(TRACE_WORDS["in-place-header"])
+        for e in in_place:
+            lines.append("  " + TRACE_WORDS["in-place"].format(
+                value=describe_value(g, e.value), use=describe_use(g, e.consumer, e.operand),
+                layout=L.format_layout(e.dst), output=e.aliased_output))
     return "\n".join(lines) + "\n"

@@ -652,6 +652,10 @@ def _block_ops(op: ir.Operation) -> list[ir.Operation]:
 
 
 COPY_NAME_PREFIX = "layout_copy("
+# XLA's copy of an operand a custom call overwrites in place (aliasing.py):
+# its location says so, and it carries IN_PLACE_MARK next to COPY_MARK.
+IN_PLACE_NAME_PREFIX = "in_place_copy("
+IN_PLACE_MARK = "stablehlo_layout.in_place"
 # A unit attribute on every copy this pass inserts: it survives printing
 # without locations, so a later run can recognise its own copies.
 COPY_MARK = "stablehlo_layout.inserted"

@@ -73,6 +73,9 @@ class CopyEdge:
     # A conditional's branch reads the value through a parameter that keeps
     # the outer layout; XLA then copies inside that branch (its computation id).
     inside: int | None = None
+    # Not a relayout: XLA's copy of an operand the custom call overwrites in
+    # place through this output (aliasing.py); src == dst.
+    aliased_output: int | None = None
 
 
 @dataclass
@@ -87,6 +90,11 @@ class CopyGroup:
     dst: L.Layout
     scope: str
     edges: list[CopyEdge]
+
+    @property
+    def in_place(self) -> bool:
+        """XLA's same-layout copy of an operand a custom call overwrites (aliasing.py)."""
+        return self.edges[0].aliased_output is not None
 
 
 @dataclass
@@ -1217,11 +1225,17 @@ class Engine:
 
 
 def copy_groups(a: Assignment) -> list[CopyGroup]:
-    """The copies to insert, outer computations first, in a stable order."""
+    """The copies to insert, outer computations first, in a stable order.
+
+    XLA's copies of in-place operands (``aliased_output`` set) come last, one
+    per aliased operand: each reads what its consumer reads after the
+    relayout copies are in, so a relayout and an in-place copy chain.
+    """
     g = a.graph
-    groups: dict[tuple[int, L.Layout, str, int], list[CopyEdge]] = {}
+    groups: dict[tuple[int, L.Layout, str, int, tuple[int, int]], list[CopyEdge]] = {}
     for e in a.copies:
-        key = (e.value, e.dst, g.instrs[e.consumer].scope, -1 if e.inside is None else e.inside)
+        in_place = (-1, -1) if e.aliased_output is None else (e.consumer, e.operand)
+        key = (e.value, e.dst, g.instrs[e.consumer].scope, -1 if e.inside is None else e.inside, in_place)
         groups.setdefault(key, []).append(e)
 
     def depth(vid: int) -> int:
@@ -1231,8 +1245,9 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
             c = g.comps[g.instrs[c.caller].comp]
         return d
 
-    ordered = sorted(groups.items(), key=lambda kv: (depth(kv[0][0]), kv[0][0], kv[0][2], kv[0][3], kv[0][1]))
-    return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope, _), edges in ordered]
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][4] != (-1, -1), depth(kv[0][0]), kv[0][0], kv[0][2],
+                                                     kv[0][3], kv[0][1], kv[0][4]))
+    return [CopyGroup(vid, dst, scope, edges) for (vid, dst, scope, _, _), edges in ordered]
 
 
 def _branch_signature(g: Graph, comp: int) -> tuple[int, ...]:
@@ -1249,5 +1264,13 @@ def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.La
 
 def assign_layouts(graph: Graph, target: "Target", entry_mode: str = "default",
                    trace: bool = False, exact: bool = False) -> Assignment:
-    """Run the engine; ``exact`` (implied by ``trace``) runs every round and computation in full."""
-    return Engine(graph, target, entry_mode, trace, exact).run()
+    """Run the engine; ``exact`` (implied by ``trace``) runs every round and computation in full.
+
+    The answer also lists XLA's copies of operands custom calls overwrite in
+    place (``aliasing.py``): they follow from the layouts, not the worklist.
+    """
+    from .aliasing import in_place_copies
+
+    a = Engine(graph, target, entry_mode, trace, exact).run()
+    a.copies.extend(in_place_copies(a))
+    return a

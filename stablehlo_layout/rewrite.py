@@ -2,8 +2,9 @@
 
 Every op with ranked-tensor results gets ``xla_shape`` (and ``result_layout``
 when it has one result); every disagreeing edge gets an ``mhlo.copy`` shared
-by all consumers that need the same layout of the same value; the entry
-function and module carry the entry layouts.
+by all consumers that need the same layout of the same value; every operand a
+custom call overwrites in place gets XLA's same-layout copy of its own; the
+entry function and module carry the entry layouts.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from jaxlib.mlir import ir
 from . import layout as L
 from .errors import PassError
 from .graph import ARRAY, Graph, Value, shape_text
-from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, Handles, nested_ops
+from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, IN_PLACE_MARK, IN_PLACE_NAME_PREFIX, Handles, nested_ops
 from .propagation import Assignment, CopyEdge, copy_groups
 
 
@@ -29,6 +30,9 @@ class InsertedCopy:
     dst: L.Layout
     edges: list[CopyEdge]
     name: str
+    # XLA's copy of an operand a custom call overwrites in place (aliasing.py):
+    # it keeps the layout (src == dst); every other copy changes it.
+    in_place: bool = False
     # Set by assign_module: where to find this copy's explanation.
     owner: object = field(default=None, repr=False, compare=False)
 
@@ -123,6 +127,9 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
     for group in copy_groups(a):
         vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
         v = g.values[vid]
+        if group.in_place:
+            made.append(_insert_in_place_copy(g, h, cache, group.edges[0]))
+            continue
         source = _visible(g, h, current, v, scope)
         name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
         consumer_op = h.ops[edges[0].consumer]
@@ -144,6 +151,32 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
             _redirect(g, h, e, source, new, current)
         made.append(InsertedCopy(vid, edges[0].src, dst, edges, name))
     return made
+
+
+def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge) -> InsertedCopy:
+    """XLA's copy in front of an operand the custom call overwrites (aliasing.py).
+
+    It reads what the call reads now (the value, or the relayout copy made
+    for this use just before) and sits right before the call, so only the
+    call sees the buffer it clobbers.
+    """
+    v = g.values[e.value]
+    consumer_op = h.ops[e.consumer]
+    assert consumer_op is not None
+    source = consumer_op.operands[e.operand]
+    name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
+    loc = ir.Location.name(name, childLoc=consumer_op.location)
+    with ir.InsertionPoint(consumer_op):
+        attrs = {
+            "xla_shape": cache.string(shape_text(v, e.dst)),
+            "result_layout": cache.layout(e.dst),
+            COPY_MARK: cache.unit(),
+            IN_PLACE_MARK: cache.unit(),
+        }
+        cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
+                                 attributes=attrs, loc=loc)
+    consumer_op.operands[e.operand] = cp.results[0]
+    return InsertedCopy(e.value, e.src, e.dst, [e], name, in_place=True)
 
 
 # The op each block started with before any copy went in: copies placed at a

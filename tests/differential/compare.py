@@ -328,6 +328,28 @@ def _line(hlo: HloModule, name: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+_ALIASING = re.compile(r"output_to_operand_aliasing=\{(.*?)\}(?:, |$)")
+
+
+def _copy_reason(hlo: HloModule, name: str) -> str:
+    """Why XLA made copy ``name``: an in-place custom-call operand (aliasing.py), or a relayout."""
+    ins = hlo.instrs[name]
+    for u in ins.users:
+        user = hlo.instrs[u]
+        m = _ALIASING.search(user.line) if user.opcode == "custom-call" else None
+        if m is None:
+            continue
+        aliased = {int(x) for x in re.findall(r"\(\s*(\d+)\s*,", m.group(1))}
+        if any(user.operands[k] == name for k in aliased if k < len(user.operands)):
+            target = re.search(r'custom_call_target="([^"]+)"', user.line)
+            return f"in-place operand of @{target.group(1) if target else '?'} (its output overwrites it)"
+    src = hlo.instrs.get(ins.operands[0]) if ins.operands else None
+    if src is not None and isinstance(src.shape, ArrayShape) and isinstance(ins.shape, ArrayShape) \
+            and src.shape.layout == ins.shape.layout:
+        return "same layout, not for an in-place operand"
+    return "relayout"
+
+
 def _assign(module: Any, target: str, gpu: str | None) -> Any:
     """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model."""
     from stablehlo_layout.assignment import assign_module
@@ -448,7 +470,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
             e = (key_text(canonical(src, after)), cons, format_layout(lay))
             xla_edges[e] += 1
         src_shape = shape_at(after.instrs[src[0]].shape, src[1]) if src[0] in after.instrs else None
-        xla_copy_info.append({"copy": c, "src": key_text(src), "bytes": nbytes,
+        xla_copy_info.append({"copy": c, "src": key_text(src), "bytes": nbytes, "why": _copy_reason(after, c),
                               "src_layout": format_layout(src_shape.layout) if isinstance(src_shape, ArrayShape) else "-",
                               "dst": format_layout(lay), "line": _line(after, c)})
     our_edges: Counter = Counter()
@@ -457,6 +479,9 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
     our_dead = 0
     our_src_layout: dict[str, str] = {}
     our_copy_keys: set[tuple[str, str]] = set()
+    # An in-place copy reading our relayout copy for the same use is a chain,
+    # as XLA's are: the relayout copy already carries the edge.
+    relayout_uses = {(e.consumer, e.operand) for cp in r.copies if not cp.in_place for e in cp.edges}
     for cp in r.copies:
         v = g.values[cp.value]
         if g.instrs[v.producer].comp not in ours.live:
@@ -471,6 +496,8 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         our_src_layout[key_text(canonical(key, after))] = format_layout(tuple(cp.src))
         our_copy_keys.add((key_text(canonical(key, after)), format_layout(tuple(cp.dst))))
         for e in cp.edges:
+            if cp.in_place and (e.consumer, e.operand) in relayout_uses:
+                continue
             our_edges[(key_text(canonical(key, after)), ours.consumer_label(e.consumer), format_layout(tuple(cp.dst)))] += 1
     xla_only = xla_edges - our_edges
     ours_only = our_edges - xla_edges

@@ -200,7 +200,8 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
                  "layout, a lifetime copy XLA could avoid):")
         for r, c in unmatched:
             what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
-            L.append(f"  [{r['id']}] {what}, of {_opcode_of(r, c['src'])} {c['src']}: {c['line'][:140]}")
+            L.append(f"  [{r['id']}] {what}, of {_opcode_of(r, c['src'])} {c['src']} ({c.get('why', '?')}): "
+                     f"{c['line'][:140]}")
     L.append("")
     L.append(f"first {show} differences (ours | XLA):")
     n = 0

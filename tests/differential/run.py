@@ -333,6 +333,11 @@ def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float 
     L.append(f"copies   ours {s['our_copies']:6d}  xla {s['xla_copies']:6d}   "
              f"(copy edges ours {s['our_edges']}, xla {s['xla_edges']}, matched {s['edges_matched']})")
     L.append(f"bytes    ours {s['our_bytes']:6d}  xla {s['xla_bytes']:6d}")
+    unmatched = [(r, c) for r in results if r["status"] == "ok"
+                 for c in r.get("xla_copy_info", []) if not c.get("matched", True)]
+    n_xla = sum(len(r.get("xla_copy_info", [])) for r in results if r["status"] == "ok")
+    L.append(f"XLA copies matched by (source, layout): {n_xla - len(unmatched)}/{n_xla} = "
+             f"{_pct(n_xla - len(unmatched), n_xla)}")
     for label, rs, field in (("copies", s["more_copies"], "copies"), ("bytes", s["more_bytes"], "copy_bytes")):
         ex = ", ".join(f"{r['id']} ({r['our_' + field]} vs {r['xla_' + field]})" for r in rs[:6])
         L.append(f"programs where ours has MORE {label} than XLA: {len(rs)}" + (f": {ex}" if rs else ""))
@@ -350,6 +355,13 @@ def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float 
         partial = sum(1 for r, _ in items if "partial-auto-results" in r.get("flags", []))
         note = f" [{partial} in programs with partly-AUTO results]" if partial else ""
         L.append(f"  {len(items):5d} {progs:4d}  {key}{note}   e.g. {ex}")
+    if unmatched:
+        L.append("")
+        L.append(f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
+                 "layout, one XLA could avoid):")
+        for r, c in unmatched:
+            what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
+            L.append(f"  [{r['id']}] {what}, of {c['src']} ({c.get('why', '?')}): {c['line'][:140]}")
     L.append("")
     L.append(f"first {show} differences:")
     n = 0

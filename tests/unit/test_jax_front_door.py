@@ -93,7 +93,8 @@ def test_every_copy_is_explained(analyses, name, mode):
         assert text.strip()
         assert c.reason and c.reason != "unknown"
         assert rule_text(c.reason) in text, (c.reason, text)
-        assert c.src != c.dst
+        # Only XLA's copy of an operand a custom call overwrites keeps the layout.
+        assert (c.src == c.dst) == (c.kind == "in-place")
         assert c.bytes > 0
         assert c.to_json()["reason"] == c.reason
     shown = repr(a)

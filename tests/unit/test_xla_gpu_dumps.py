@@ -3,9 +3,10 @@
 ``xla_gpu_dumps/<gpu>/<program>.{before,after}.txt`` were compiled deviceless
 by XLA:GPU (jax-cuda12-plugin 0.10.2) for the shipped GPU configs
 (``make.py`` there).  On each pair, every named value's layout must agree and
-every copy XLA made must be one of ours, by (source, consumer, layout), except
-copies that change no layout (XLA copies an operand that a cusolver call
-overwrites in place: a lifetime copy, not a layout decision).
+every copy XLA made must be one of ours, by (source, consumer, layout), the
+same-layout copies of operands a cusolver call overwrites in place included
+(``aliasing.py``); where XLA makes one copy per use and we share one, the copy
+is ours by (source, layout).
 """
 
 from __future__ import annotations
@@ -34,8 +35,24 @@ def test_agrees_with_xla_gpu(before: Path):
     r = compare_dumps(str(before), str(before).replace(".before.", ".after."), target=XlaGpuTarget(gpu))
     assert r["status"] == "ok", r
     assert r["values"] > 0 and r["agree"] == r["values"], r["diffs"]
-    layout_copies = [d for d in r["diffs"] if d["kind"] != "xla-only copy" or d["layout"] != d["src_layout"]]
-    assert layout_copies == []
+    assert [d for d in r["diffs"] if d["kind"] != "layout"] == []
+    assert r["xla_copies_matched"] == r["xla_copies"]
+
+
+def test_cusolver_in_place_operands_get_xla_same_layout_copies():
+    """potrf, getrf, geqrf and syevd overwrite their operand: XLA copies each one first."""
+    before = DUMPS / "h100" / "linalg_f32.before.txt"
+    r = compare_dumps(str(before), str(before).replace(".before.", ".after."), target=XlaGpuTarget("h100"))
+    # potrf's and syevd's operand is already column-major: copied as it is; getrf's
+    # and geqrf's is the row-major parameter: a relayout copy, then the in-place one.
+    same = [c for c in r["xla_copy_info"] if c["src_layout"] == c["dst"]]
+    assert len(same) == 2 and all(c["matched"] for c in same), same
+    assert r["xla_copies_matched"] == r["xla_copies"] == 13
+    res = assign_module(mlir.read_input(str(before), mlir.make_context()), "xla-gpu", gpu="h100")
+    in_place = [c for c in res.copies if c.in_place]
+    targets = sorted(res.graph.instrs[c.edges[0].consumer].attrs["target"] for c in in_place)
+    assert targets == ["cusolver_geqrf_ffi", "cusolver_getrf_ffi", "cusolver_potrf_ffi", "cusolver_syevd_ffi"]
+    assert all(c.src == c.dst for c in in_place)
 
 
 def conv_results(path: Path, gpu: str) -> dict[str, tuple[int, ...]]:
