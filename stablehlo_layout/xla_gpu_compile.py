@@ -227,6 +227,10 @@ def added_copies(before_text: str, after_text: str) -> list[XlaCopy]:
         a = _ARRAY.fullmatch(shape)
         if a is not None:
             shapes[name] = (a.group(1), _array_layout(a))
+        elif shape.startswith("(") and "(" not in shape[1:]:
+            # XLA 0.11+ prints a tuple element as the operand `%t#i`, without a get-tuple-element.
+            for i, e in enumerate(_ARRAY.finditer(shape)):
+                shapes[f"{name}#{i}"] = (e.group(1), _array_layout(e))
         if opcode == "copy" and name not in before_names:
             copies.append((name, operands.strip().lstrip("%"), line.strip()))
     out = []

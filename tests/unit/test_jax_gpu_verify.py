@@ -149,3 +149,16 @@ def test_a_plugin_of_jaxlibs_own_version_passes_the_check(monkeypatch):
 
     monkeypatch.setattr(md, "version", lambda dist: jaxlib)
     assert xla_gpu_compile.plugin_version_mismatch() == ""
+
+
+def test_a_copy_of_a_tuple_element_operand_knows_its_source_layout():
+    """XLA 0.11+ dumps copy a tuple element as `copy(%t#0)`, with no get-tuple-element to name it."""
+    before = ("ENTRY %main (p: f32[2,8]) -> f32[2,8] {\n"
+              "  %cc.2 = (f32[2,8]{0,1}, u8[0]{0}) custom-call(%p), custom_call_target=\"x\"\n"
+              "}\n")
+    after = ("ENTRY %main (p: f32[2,8]) -> f32[2,8] {\n"
+             "  %cc.2 = (f32[2,8]{0,1}, u8[0]{0}) custom-call(%p), custom_call_target=\"x\"\n"
+             "  ROOT %copy.2 = f32[2,8]{1,0} copy(%cc.2#0)\n"
+             "}\n")
+    (c,) = xla_gpu_compile.added_copies(before, after)
+    assert (c.name, c.operand, c.shape, c.src, c.dst) == ("copy.2", "cc.2#0", "f32[2,8]", (0, 1), (1, 0))
