@@ -67,6 +67,38 @@ def plugin_available() -> bool:
     return False
 
 
+# The distributions that carry each plugin module; both must be of jaxlib's own version.
+PLUGIN_DISTRIBUTIONS = {"jax_plugins.xla_cuda12": ("jax-cuda12-pjrt", "jax-cuda12-plugin"),
+                        "jax_plugins.xla_cuda13": ("jax-cuda13-pjrt", "jax-cuda13-plugin")}
+
+
+def plugin_version_mismatch() -> str:
+    """"" when the installed XLA:GPU plugin is of jaxlib's version, else one line saying which differs.
+
+    A plugin of another version is another XLA, and jax loads it without asking
+    (its C API may not even match): its layouts would answer for the wrong XLA.
+    """
+    import importlib.metadata as md
+    import importlib.util
+
+    jaxlib = md.version("jaxlib")
+    for module, dists in PLUGIN_DISTRIBUTIONS.items():
+        try:
+            if importlib.util.find_spec(module) is None:
+                continue
+        except ModuleNotFoundError:
+            return ""
+        for dist in dists:
+            try:
+                found = md.version(dist)
+            except md.PackageNotFoundError:
+                continue
+            if found != jaxlib:
+                return (f"XLA:GPU's plugin {dist} {found} does not match jaxlib {jaxlib}: "
+                        f"pip install '{dist}=={jaxlib}' (or {INSTALL_HINT.removeprefix('pip install ')})")
+    return ""
+
+
 _DEVICES: dict[str, Any] = {}
 
 
@@ -92,6 +124,9 @@ def gpu_device(gpu: Any) -> tuple[Any, str]:
     model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)
     if not plugin_available():
         raise PassError(f"verify=True with target xla-gpu compiles with XLA:GPU, which is not installed: {INSTALL_HINT}")
+    mismatch = plugin_version_mismatch()
+    if mismatch:
+        raise PassError(mismatch)
     if model.platform != "cuda":
         raise PassError(f"verify=True with target xla-gpu compiles for CUDA GPUs only; {model.label} is not one")
     try:
@@ -188,6 +223,10 @@ def added_copies(before_text: str, after_text: str) -> list[XlaCopy]:
         a = _ARRAY.fullmatch(shape)
         if a is not None:
             shapes[name] = (a.group(1), _array_layout(a))
+        elif shape.startswith("(") and "(" not in shape[1:]:
+            # XLA 0.11+ prints a tuple element as the operand `%t#i`, without a get-tuple-element.
+            for i, e in enumerate(_ARRAY.finditer(shape)):
+                shapes[f"{name}#{i}"] = (e.group(1), _array_layout(e))
         if opcode == "copy" and name not in before_names:
             copies.append((name, operands.strip().lstrip("%"), line.strip()))
     out = []

@@ -16,6 +16,7 @@ from .. import layout as L
 from ..constraints import Origin
 from ..rules import rule_for
 from .base import Target
+from .xla_version import loop_demands_first, propagate_loop_demands
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
@@ -198,6 +199,8 @@ class XlaCpuTarget(Target):
         return plan
 
     def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+        if loop_demands_first():
+            propagate_loop_demands(engine, comp)
         prio = engine.current_priority
         for iid, kind, why, a, b in self._plan(engine, comp):
             if kind == "catch-all":  # a: (operand, layout) slots, b: the note

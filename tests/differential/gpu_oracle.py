@@ -32,11 +32,14 @@ SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "gpus")
 
 def oracle_available() -> tuple[bool, str]:
     """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not)."""
-    from stablehlo_layout.xla_gpu_compile import plugin_available
+    from stablehlo_layout.xla_gpu_compile import plugin_available, plugin_version_mismatch
 
     if not plugin_available():
         return False, ("XLA:GPU's compiler (jax-cuda12-plugin / jax-cuda12-pjrt) is not installed; "
                        "install the test extra: pip install -e '.[gpu-oracle]'")
+    mismatch = plugin_version_mismatch()
+    if mismatch:
+        return False, mismatch
     return True, ""
 
 

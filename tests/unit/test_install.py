@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import venv
 from pathlib import Path
@@ -99,3 +100,22 @@ def test_a_bad_input_is_still_one_line(installed: Path, tmp_path: Path):
     r = _run(installed, "assign", str(bad), cwd=tmp_path)
     assert r.returncode == 1 and r.stdout == ""
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith(f"{bad}:"), r.stderr
+
+
+def test_the_xla_gpu_extra_resolves_to_the_installed_jaxs_own_xla(tmp_path: Path) -> None:
+    """pip resolves the xla-gpu extra, beside the installed jax, to jax-cuda12-plugin/-pjrt of jaxlib's version."""
+    import importlib.metadata as md
+    import json
+
+    jax_version = md.version("jax")
+    report = tmp_path / "report.json"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
+                        "--report", str(report), "-e", f"{ROOT}[xla-gpu]", f"jax=={jax_version}"],
+                       cwd=tmp_path, capture_output=True, text=True, env=_clean_env())
+    if r.returncode != 0:
+        pytest.skip(f"pip cannot resolve here (no package index?): {r.stderr.strip().splitlines()[-1:]}")
+    got = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    jaxlib = got["jaxlib"]
+    assert got["jax"] == jax_version
+    assert got["jax-cuda12-plugin"] == got["jax-cuda12-pjrt"] == jaxlib, got
+    assert not any(name.startswith("nvidia-") for name in got), "deviceless: no CUDA wheels"

@@ -100,3 +100,65 @@ def test_a_gpu_target_object_is_verified_for_its_own_gpu():
     a = analyze(conv_relu, X, W, target=XlaGpuTarget(gpu="a100"), verify=True)
     assert a.verified is True, a.mismatches
     assert a.verification.copies_compared and "a100 (sm_8.0" in a.verification.oracle
+
+
+def _fake_plugin(monkeypatch, pjrt_version: str) -> str:
+    """The XLA:GPU plugin looks installed, its jax-cuda12-pjrt at ``pjrt_version``; jaxlib's version back."""
+    import importlib.metadata as md
+    import importlib.util
+
+    real_version, real_find = md.version, importlib.util.find_spec
+    jaxlib = real_version("jaxlib")
+
+    def version(dist):
+        if dist in ("jax-cuda12-pjrt", "jax-cuda12-plugin"):
+            return pjrt_version if dist == "jax-cuda12-pjrt" else jaxlib
+        if dist.startswith("jax-cuda13"):
+            raise md.PackageNotFoundError(dist)
+        return real_version(dist)
+
+    def find_spec(name, *args):
+        if name == "jax_plugins.xla_cuda12":
+            return object()
+        if name == "jax_plugins.xla_cuda13":
+            return None
+        return real_find(name, *args)
+
+    monkeypatch.setattr(md, "version", version)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    return jaxlib
+
+
+def test_a_plugin_of_another_xla_is_refused_with_one_line(monkeypatch):
+    jaxlib = _fake_plugin(monkeypatch, "0.9.2")
+    line = xla_gpu_compile.plugin_version_mismatch()
+    assert line == (f"XLA:GPU's plugin jax-cuda12-pjrt 0.9.2 does not match jaxlib {jaxlib}: "
+                    f"pip install 'jax-cuda12-pjrt=={jaxlib}' (or {xla_gpu_compile.INSTALL_HINT[len('pip install '):]})")
+    assert "\n" not in line
+    with pytest.raises(PassError) as e:
+        xla_gpu_compile.gpu_device("a100")
+    assert str(e.value) == line
+    from tests.differential.gpu_oracle import oracle_available
+
+    assert oracle_available() == (False, line)
+
+
+def test_a_plugin_of_jaxlibs_own_version_passes_the_check(monkeypatch):
+    jaxlib = _fake_plugin(monkeypatch, "unused")
+    import importlib.metadata as md
+
+    monkeypatch.setattr(md, "version", lambda dist: jaxlib)
+    assert xla_gpu_compile.plugin_version_mismatch() == ""
+
+
+def test_a_copy_of_a_tuple_element_operand_knows_its_source_layout():
+    """XLA 0.11+ dumps copy a tuple element as `copy(%t#0)`, with no get-tuple-element to name it."""
+    before = ("ENTRY %main (p: f32[2,8]) -> f32[2,8] {\n"
+              "  %cc.2 = (f32[2,8]{0,1}, u8[0]{0}) custom-call(%p), custom_call_target=\"x\"\n"
+              "}\n")
+    after = ("ENTRY %main (p: f32[2,8]) -> f32[2,8] {\n"
+             "  %cc.2 = (f32[2,8]{0,1}, u8[0]{0}) custom-call(%p), custom_call_target=\"x\"\n"
+             "  ROOT %copy.2 = f32[2,8]{1,0} copy(%cc.2#0)\n"
+             "}\n")
+    (c,) = xla_gpu_compile.added_copies(before, after)
+    assert (c.name, c.operand, c.shape, c.src, c.dst) == ("copy.2", "cc.2#0", "f32[2,8]", (0, 1), (1, 0))

@@ -103,3 +103,23 @@ def test_jax_still_works_after_the_tool(case: str) -> None:
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_jax_still_works_after_verifying_against_xla_gpu() -> None:
+    """verify=True loads XLA:GPU's plugin (the installed jaxlib's own version) into the process:
+    the user's CPU programs, linalg and custom partitioning included, must still lower and run."""
+    from stablehlo_layout.xla_gpu_compile import plugin_available, plugin_version_mismatch
+
+    if not plugin_available() or plugin_version_mismatch():
+        pytest.skip("XLA:GPU's compiler of this jaxlib's version is not installed (pip install -e '.[gpu-oracle]')")
+    verify = """
+        v = analyze(model, x, y, target="xla-gpu", gpu="h100", verify=True)
+        assert v.verified is True, v.mismatches
+    """
+    script = (_PRELUDE + textwrap.dedent(verify) + textwrap.dedent(CASES["linalg"])
+              + textwrap.dedent(CASES["custom_partitioning"]) + "\nprint('ok')\n")
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

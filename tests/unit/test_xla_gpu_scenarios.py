@@ -293,7 +293,7 @@ def test_ReduceOperandLayout() -> None:
     "the test belongs to an XLA whose row-reduction heuristic also took reduced sizes dividing the "
     "warp size (IsUnnestedReductionFasterThanElemental); jaxlib 0.10.2's XLA:GPU needs >= 32 reduced "
     "elements, as its real dumps show (xla_gpu_dumps/*/reduce_16_f32 vs reduce_32_f32), and so does "
-    "0.12.0.1's (docs/VERSIONS.md item 5): we follow both"))
+    "0.12.0.1's (docs/VERSIONS.md item 6): we follow both"))
 def test_ReduceOperandLayoutDivisorOfWarpSize() -> None:
     o = run("ReduceOperandLayoutDivisorOfWarpSize.hlo")
     assert o.operand_layout("reduce.2", 0) == (1, 3, 2, 0)

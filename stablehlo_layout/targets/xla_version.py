@@ -1,0 +1,72 @@
+"""What the installed XLA decides differently from the others: every version-keyed rule, in one place.
+
+The tool answers for the XLA of the installed jaxlib (the one the user
+compiles with).  Where XLA's layout assignment changed between the tested
+versions, the rule that reproduces the newer behaviour lives here, keyed by
+the jaxlib version, and the XLA:CPU / XLA:GPU targets call it; docs/VERSIONS.md
+gives the evidence for each.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import re
+from typing import TYPE_CHECKING
+
+from ..constraints import Origin
+
+if TYPE_CHECKING:
+    from ..propagation import Engine
+
+# XLA 0.12 (jaxlib 0.12.0) lets a loop's demand on its initial values reach their producers first.
+LOOP_DEMANDS_FIRST_SINCE = (0, 12)
+
+_LOOP_NOTE = ("XLA 0.12+ hands a loop's layout to the producers of its initial values before the backend's"
+              " demands: a reshape there takes the loop's layout and stops being a bitcast")
+
+
+@functools.cache
+def installed_xla() -> tuple[int, ...]:
+    """The installed jaxlib's version (its XLA), as numbers: (0, 12, 0, 1)."""
+    text = importlib.metadata.version("jaxlib")
+    return tuple(int(m) for m in re.findall(r"\d+", text.split("+")[0].split("rc")[0].split(".dev")[0]))
+
+
+def loop_demands_first(xla: tuple[int, ...] | None = None) -> bool:
+    """Whether ``xla`` (default: the installed one) propagates a while's operand demands before the backend's."""
+    return (installed_xla() if xla is None else xla) >= LOOP_DEMANDS_FIRST_SINCE
+
+
+def propagate_loop_demands(engine: "Engine", comp: int) -> None:
+    """XLA 0.12+: each while's demand on its initial values goes to their producers now, before the backend rules.
+
+    Observed on jaxlib 0.12.0.1's XLA:CPU and not on 0.10.2 or 0.11.2 (the
+    before dumps of 0.11.2 and 0.12 are the same): a value that enters a
+    ``while`` and whose producer only derives its layout non-mandatorily (a
+    reshape, from its row-major operand) gets the loop's layout, as the first
+    loop in instruction order wants it; the reshape's operand keeps its own
+    layout and other consumers get copies.  Producers whose layout comes
+    mandatorily from their operands (a transpose, a slice, elementwise ops)
+    override it as before, so the copy stays in front of the loop there.
+    The demand is the one XLA's PropagateUseConstraintToDefs makes: not
+    mandatory, depth-first, at the loop's priority, refused by a buffer that
+    already holds a layout at that priority.
+    """
+    g = engine.g
+    for iid in g.comps[comp].instrs:
+        if engine.rules[iid].hlo != "while":
+            continue
+        for n, vid in enumerate(g.instrs[iid].operands):
+            c = engine.oc.get((iid, n))
+            v = g.values[vid]
+            if c is None or not v.is_array or v.rank <= 1:
+                continue
+            buf = v.buffer
+            cur = engine.bc.get(buf)
+            if cur is not None and c.priority <= cur.priority and (cur.dfs or cur.layout != c.layout):
+                continue
+            producer = g.values[buf].producer
+            engine.set_buffer_layout(c.layout, buf, False, True, c.priority,
+                                     Origin("target:xla-0.12-loop-demand-first", producer, c.origin
+                                            if isinstance(c.origin, Origin) else None, _LOOP_NOTE))
