@@ -594,7 +594,7 @@ def render_commands(rows: list[Row], repeat: int) -> list[str]:
         "",
         "assign = `stablehlo-layout assign --target xla-cpu DUMP > /dev/null`; baseline = `python bench/baseline.py DUMP`"
         " (the same bindings: parse, walk every op once, print, nothing else)",
-        f"RSS = the process's peak resident set (ru_maxrss, start-up to exit); RSS ratio = assign / baseline, "
+        f"RSS = the process's peak resident set (its own VmHWM, start-up to exit: bench/peak.py); RSS ratio = assign / baseline, "
         f"target <= {TARGET_RSS_RATIO}",
         f"explain = `stablehlo-layout explain --target xla-cpu DUMP` with its what-if fixes; explain/assign target "
         f"<= {TARGET_EXPLAIN_RATIO}",

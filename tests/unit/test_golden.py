@@ -1,7 +1,7 @@
 """The golden comparison (tests/golden/golden.py): a slice on every run, and the tool's own logic.
 
 The full comparison -- every command, target and entry mode over the whole
-corpus, about 9,000 runs, 3-4 minutes -- is ``python tests/golden/golden.py
+corpus, 9,120 runs, 1-4 minutes -- is ``python tests/golden/golden.py
 --check`` (under each venv); this file runs the fixed slice of it
 (``--slice``: six inputs of different kinds x 30 runs each) against the
 checked-in manifest, checks that the manifest covers the whole corpus for
