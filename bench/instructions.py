@@ -32,8 +32,15 @@ STEPS = ("parse", "import", "propagate", "rewrite")
 
 # Run in each child: load, then the pass's phases up to STOP, then leave at once.
 _CHILD = """
-import os, sys
+import os, site, sys
+# The editable install's import hook would send stablehlo_layout to its own
+# checkout whatever sys.path says: drop it, so that --code is what runs.  The
+# compiled core is the installed one (built from this venv's checkout's cpp/).
+sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable_skbc_")]
 sys.path.insert(0, sys.argv[3])
+import stablehlo_layout
+stablehlo_layout.__path__.extend(
+    d for d in (os.path.join(p, "stablehlo_layout") for p in site.getsitepackages()) if os.path.isdir(d))
 from stablehlo_layout import mlir
 from stablehlo_layout.assignment import quiet_gc
 from stablehlo_layout.importer import import_module

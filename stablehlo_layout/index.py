@@ -9,39 +9,42 @@ operands, ...) travel as a ``start`` list and an ``items`` list: row ``i`` is
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from itertools import accumulate, chain
+from operator import attrgetter
+from typing import Sequence
 
 from . import _core
 from .graph import Graph
 from .rules import OpRule
 
 
-def _rows(rows: Iterable[Sequence[int]]) -> tuple[list[int], list[int]]:
-    start, items = [0], []
-    add, extend = start.append, items.extend
-    for row in rows:
-        extend(row)
-        add(len(items))
-    return start, items
+def _rows(rows: list[Sequence[int]]) -> tuple[list[int], list[int]]:
+    # map / chain / accumulate keep the per-row work in C: this runs over every op.
+    return [0, *accumulate(map(len, rows))], list(chain.from_iterable(rows))
+
+
+def _field(name: str, items: Sequence[object]) -> list:
+    return list(map(attrgetter(name), items))
 
 
 def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
     """The core's view of ``g``; ``rules`` (per instruction, the target's) say which ops are whiles."""
     assert g.entry is not None
     values, instrs, comps = g.values, g.instrs, g.comps
+    elements = [() if e is None else e for e in _field("elements", values)]
     return _core.Index(
-        [v.producer for v in values],
-        [v.elements is not None for v in values],
-        [bool(v.uses) for v in values],
-        *_rows(v.elements or () for v in values),
-        [ins.comp for ins in instrs],
-        [ins.op == "root" for ins in instrs],
-        [r.hlo == "while" for r in rules],
-        *_rows(ins.operands for ins in instrs),
-        *_rows(ins.results for ins in instrs),
-        *_rows(ins.callees for ins in instrs),
-        [c.root for c in comps],
-        [c.kind == "func" for c in comps],
-        *_rows(c.instrs for c in comps),
+        _field("producer", values),
+        [e is not None for e in _field("elements", values)],
+        list(map(bool, _field("uses", values))),  # captures count: the importer records them as uses
+        *_rows(elements),
+        _field("comp", instrs),
+        [op == "root" for op in _field("op", instrs)],
+        [hlo == "while" for hlo in _field("hlo", rules)],
+        *_rows(_field("operands", instrs)),
+        *_rows(_field("results", instrs)),
+        *_rows(_field("callees", instrs)),
+        _field("root", comps),
+        [kind == "func" for kind in _field("kind", comps)],
+        *_rows(_field("instrs", comps)),
         g.entry,
     )
