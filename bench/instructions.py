@@ -1,6 +1,6 @@
-"""Count the machine instructions our pass executes, phase by phase (callgrind).
+"""Count the machine instructions the command executes, phase by phase (callgrind).
 
-    python bench/instructions.py [--layers 64] [--input FILE] [--code DIR]
+    python bench/instructions.py [--layers 64] [--input FILE] [--code DIR] [--no-command]
 
 Wall time on a shared 2-core machine varies by 20-30% between runs of the
 same code, which hides the few-percent steps most speed-ups are made of.
@@ -10,10 +10,16 @@ randomisation is pinned).  Use it to compare two versions of the code
 (``--code`` points at another checkout); use ``bench/run.py`` for the
 seconds and the ratios against XLA.
 
-Four processes run the same script under callgrind, stopping after parse,
-import, propagate and rewrite; the differences are the phases' counts.
-The default input is the XLA dump ``bench/run.py`` cached for ``--layers``.
-Takes about a minute at L=64 (callgrind runs ~50x slower than native).
+Six processes run the same script under callgrind, stopping after start-up
+(the interpreter and the command's imports), parse, import, propagate,
+rewrite and print; the differences are the phases' counts, and the first
+child's count is start-up's.  A seventh runs the whole console command
+(``stablehlo-layout assign --target xla-cpu FILE``, stdout to /dev/null) as a
+cross-check of the sum (it also verifies its output and enables MLIR's
+threads, so it counts a little more).  The phases are ``bench/phases.py``'s,
+taken from the measured checkout.  The default input is the XLA dump
+``bench/run.py`` cached for ``--layers``.  Takes about two minutes at L=64
+on 2 cores (callgrind runs ~50x slower than native).
 """
 
 from __future__ import annotations
@@ -28,37 +34,35 @@ import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
-STEPS = ("parse", "import", "propagate", "rewrite")
+STEPS = ("startup", "parse", "import", "propagate", "rewrite", "print")
+PASS = ("import", "propagate", "rewrite")
 
-# Run in each child: load, then the pass's phases up to STOP, then leave at once.
+# Run in each child: start up, load, then the command's phases up to STOP, then leave at once.
 _CHILD = """
 import os, site, sys
 # The editable install's import hook would send stablehlo_layout to its own
 # checkout whatever sys.path says: drop it, so that --code is what runs.  The
 # compiled core is the installed one (built from this venv's checkout's cpp/).
 sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable_skbc_")]
-sys.path.insert(0, sys.argv[3])
+sys.path[:0] = [sys.argv[3], os.path.join(sys.argv[3], "bench")]
 import stablehlo_layout
 stablehlo_layout.__path__.extend(
     d for d in (os.path.join(p, "stablehlo_layout") for p in site.getsitepackages()) if os.path.isdir(d))
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import quiet_gc
-from stablehlo_layout.importer import import_module
-from stablehlo_layout.propagation import assign_layouts
-from stablehlo_layout.rewrite import rewrite
-from stablehlo_layout.targets import XlaCpuTarget
+import phases
+phases.start()
 path, stop = sys.argv[1], sys.argv[2]
-ctx = mlir.make_context()
-ctx.enable_multithreading(False)  # threads make the counts vary
-with open(path, "rb") as f:
-    module = mlir.load(f.read(), path, ctx)
-with quiet_gc():
-    if stop != "parse":
-        graph, handles = import_module(module, inline_calls=True)
-    if stop in ("propagate", "rewrite"):
-        assignment = assign_layouts(graph, XlaCpuTarget())
-    if stop == "rewrite":
-        rewrite(module, assignment, handles)
+order = ("parse", "import", "propagate", "rewrite", "print")
+if stop != "startup":
+    with open(path, "rb") as f:
+        s = phases.parse(f.read(), path, single_threaded=True)
+    with phases.quiet_gc():
+        for step in ("import", "propagate", "rewrite"):
+            if order.index(step) <= order.index(stop):
+                phases.STEPS[step](s)
+    if stop == "print":
+        phases.print_(s)
+        with open(os.devnull, "wb") as out:
+            out.write(s.text)
 os._exit(0)
 """
 
@@ -66,16 +70,21 @@ _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
 def count(path: str, stop: str, code: str) -> int:
-    """Instructions executed by one child stopping after ``stop``."""
+    """Instructions executed by one child stopping after ``stop`` (``command``: the whole console command)."""
     # No spinning worker threads (OpenBLAS, loaded with numpy by the bindings).
     env = dict(os.environ, PYTHONHASHSEED="0", OPENBLAS_NUM_THREADS="1")
     # Fixed addresses too: MLIR objects hash by address, and dict probing
     # follows the hashes.
     no_aslr = ["setarch", os.uname().machine, "--addr-no-randomize"] if shutil.which("setarch") else []
+    if stop == "command":
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [code, env.get("PYTHONPATH")]))
+        child = [sys.executable, "-c", "import sys; from stablehlo_layout.cli import run; "
+                 "sys.argv = ['stablehlo-layout', *sys.argv[1:]]; run()", "assign", "--target", "xla-cpu", path]
+    else:
+        child = [sys.executable, "-c", _CHILD, path, stop, code]
     proc = subprocess.run(
-        [*no_aslr, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, "-c", _CHILD, path, stop, code],
-        capture_output=True, text=True, env=env)
+        [*no_aslr, "valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *child],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     m = _COLLECTED.search(proc.stderr)
     if proc.returncode != 0 or m is None:
         sys.stderr.write(proc.stderr[-3000:])
@@ -98,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--layers", type=int, default=64, help="which cached XLA dump to use (default 64)")
     p.add_argument("--input", help="any module the pass accepts, instead of the cached dump")
-    p.add_argument("--code", default=ROOT, help="the checkout whose stablehlo_layout/ is measured")
+    p.add_argument("--code", default=ROOT, help="the checkout whose stablehlo_layout/ (and bench/phases.py) is measured")
+    p.add_argument("--no-command", action="store_true", help="skip the whole-command cross-check child")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions: valgrind is not installed (Debian: apt-get install valgrind)")
@@ -106,16 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     code = os.path.abspath(args.code)
     if not os.path.isdir(os.path.join(code, "stablehlo_layout")):
         raise SystemExit(f"instructions: {code} holds no stablehlo_layout/")
+    if not os.path.isfile(os.path.join(code, "bench", "phases.py")):
+        raise SystemExit(f"instructions: {code} has no bench/phases.py (the phases this script runs)")
     # Byte-compile first, or whichever child starts first pays for it.
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(code, "stablehlo_layout")], check=True)
+    children = STEPS + (() if args.no_command else ("command",))
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        totals = dict(zip(STEPS, pool.map(lambda s: count(path, s, code), STEPS)))
-    phases = {b: totals[b] - totals[a] for a, b in zip(STEPS, STEPS[1:])}
+        totals = dict(zip(children, pool.map(lambda s: count(path, s, code), children)))
+    phases = {"startup": totals["startup"]}
+    phases.update({b: totals[b] - totals[a] for a, b in zip(STEPS, STEPS[1:])})
     print(f"input: {path}")
     print(f"code:  {code}")
     for name, n in phases.items():
         print(f"{name:<10} {n / 1e6:10.1f} M instructions")
-    print(f"{'pass':<10} {sum(phases.values()) / 1e6:10.1f} M instructions (import + propagate + rewrite)")
+    print(f"{'pass':<10} {sum(phases[p] for p in PASS) / 1e6:10.1f} M instructions (import + propagate + rewrite)")
+    print(f"{'all':<10} {totals['print'] / 1e6:10.1f} M instructions (start-up to print)")
+    if "command" in totals:
+        print(f"{'command':<10} {totals['command'] / 1e6:10.1f} M instructions "
+              "(the whole `stablehlo-layout assign --target xla-cpu` process: verification and MLIR threads too)")
     return 0
 
 

@@ -11,9 +11,11 @@ For each L (layers of the attention + MLP stack, see workload.py):
 3. convert that dump to StableHLO bytecode once (XLA's converter, not timed);
 4. time our pass in-process on that bytecode, phase by phase (best of --repeat),
    and measure its memory in fresh subprocesses;
-5. time the whole ``stablehlo-layout assign --target xla-cpu`` command;
+5. time the whole ``stablehlo-layout assign --target xla-cpu`` command and its
+   peak RSS, beside ``bench/baseline.py`` (parse + walk + print only) on the same
+   file, and ``stablehlo-layout explain`` (with its fixes) on it;
 6. time our pass on the raw jax.export module too;
-7. print one table and the growth exponent of our time.
+7. print the tables and the growth exponent of our time.
 
 Nothing under stablehlo_layout/ or passes/ is touched; generation, compilation
 and conversion run in subprocesses so the timing process only holds our code.
@@ -40,13 +42,17 @@ from dataclasses import asdict, dataclass, field
 BENCH = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(BENCH)
 CACHE = os.path.join(BENCH, "cache")
-PHASES = ("parse", "import", "propagate", "rewrite", "print")
-PASS_PHASES = ("import", "propagate", "rewrite")  # what is compared to XLA's pass
+sys.path.insert(0, BENCH)
+from phases import PASS_PHASES, PHASES  # noqa: E402  (bench/phases.py: the engine's entry points)
 XLA_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "hlo_pass_pipeline=2"}
 
-TARGET_PASS_RATIO = 0.5
-TARGET_COMMAND_RATIO = 1.0
+# Issue 16's goals: the pass <= 0.33x XLA's pass, the whole command <= 0.75x,
+# the command's peak RSS <= 1.5x parse + walk + print, explain with fixes <= 2x assign.
+TARGET_PASS_RATIO = 0.33
+TARGET_COMMAND_RATIO = 0.75
 TARGET_MEMORY_RATIO = 3.0
+TARGET_RSS_RATIO = 1.5
+TARGET_EXPLAIN_RATIO = 2.0
 TARGET_EXPONENT = 1.05
 
 
@@ -277,32 +283,26 @@ class Ours:
 
 
 def _run_once(data: bytes, path: str) -> tuple[dict[str, float], int, int]:
-    from stablehlo_layout import mlir
-    from stablehlo_layout.assignment import quiet_gc
-    from stablehlo_layout.importer import import_module
-    from stablehlo_layout.propagation import assign_layouts
-    from stablehlo_layout.rewrite import rewrite
-    from stablehlo_layout.targets import XlaCpuTarget
+    import phases
 
-    ctx = mlir.make_context()
-    target = XlaCpuTarget()
+    phases.start()
     gc.collect()
     t0 = time.perf_counter()
-    m = mlir.load(data, path, ctx)
+    s = phases.parse(data, path)
     t1 = time.perf_counter()
     # The pass runs with the cyclic collector paused, as assign_module does.
-    with quiet_gc():
-        g, h = import_module(m, inline_calls=True)
+    with phases.quiet_gc():
+        phases.import_(s)
         t2 = time.perf_counter()
-        a = assign_layouts(g, target)
+        phases.propagate(s)
         t3 = time.perf_counter()
-        copies = rewrite(m, a, h)
+        phases.rewrite(s)
         t4 = time.perf_counter()
-    text = mlir.final_text_bytes(m)  # as the command prints (the module is not read afterwards)
+    phases.print_(s)
     t5 = time.perf_counter()
-    assert text
+    assert s.text
     ms = dict(zip(PHASES, ((b - a_) * 1000 for a_, b in zip((t0, t1, t2, t3, t4), (t1, t2, t3, t4, t5)))))
-    return ms, len(g.instrs), len(copies)
+    return ms, len(s.graph.instrs), len(s.copies)
 
 
 def time_ours(path: str, repeat: int) -> Ours:
@@ -329,26 +329,58 @@ def measure_memory(path: str) -> dict[str, float]:
     return out
 
 
-def time_command(path: str, repeat: int) -> float:
-    """Best wall time of the whole `stablehlo-layout assign --target xla-cpu` command.
+def run_measured(args: list[str]) -> tuple[float, float]:
+    """(wall ms, peak RSS MB) of one run of `stablehlo-layout ARGS` (or ``--baseline FILE``), stdout to /dev/null.
 
-    Output goes to stdout redirected to /dev/null rather than `-o /dev/null`:
-    the command writes -o atomically (temp file + rename), which as root
-    would replace the /dev/null device node with a regular file.
+    The command runs through bench/peak.py, which reads the process's own
+    VmHWM as it leaves (why not wait4's ru_maxrss: see peak.py).  Output goes
+    to stdout redirected to /dev/null rather than `-o /dev/null`: the command
+    writes -o atomically (temp file + rename), which as root would replace
+    the /dev/null device node with a regular file.
     """
-    exe = shutil.which("stablehlo-layout", path=os.path.dirname(sys.executable)) or shutil.which("stablehlo-layout")
-    cmd = [exe, "assign", "--target", "xla-cpu", path] if exe else \
-        [sys.executable, "-m", "stablehlo_layout.cli", "assign", "--target", "xla-cpu", path]
-    best = math.inf
-    for _ in range(repeat):
+    with tempfile.TemporaryDirectory(prefix="bench-peak-") as tmp:
+        report = os.path.join(tmp, "peak.json")
+        cmd = [sys.executable, os.path.join(BENCH, "peak.py"), report, *args]
         t = time.perf_counter()
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elapsed = (time.perf_counter() - t) * 1000
-        if proc.returncode != 0:
+        if proc.returncode != 0 or not os.path.exists(report):
             sys.stderr.write(proc.stderr[-4000:])
             raise SystemExit(f"bench: {' '.join(cmd)} failed (exit {proc.returncode})")
-        best = min(best, elapsed)
-    return best
+        with open(report) as f:
+            peak = json.load(f)["vmhwm_kb"]
+    return elapsed, peak / 1024
+
+
+def best_of(args: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall ms and lowest peak RSS MB over `repeat` runs."""
+    runs = [run_measured(args) for _ in range(repeat)]
+    return min(r[0] for r in runs), min(r[1] for r in runs)
+
+
+@dataclass
+class Commands:
+    """The whole commands on one file, each best of --repeat."""
+    assign_ms: float
+    assign_rss_mb: float
+    baseline_ms: float      # bench/baseline.py: parse + walk + print only
+    baseline_rss_mb: float
+    explain_ms: float | None = None  # `explain` with its what-if fixes
+
+    @property
+    def rss_ratio(self) -> float:
+        return self.assign_rss_mb / self.baseline_rss_mb
+
+    @property
+    def explain_ratio(self) -> float | None:
+        return None if self.explain_ms is None else self.explain_ms / self.assign_ms
+
+
+def measure_commands(path: str, repeat: int, explain: bool) -> Commands:
+    assign_ms, assign_rss = best_of(["assign", "--target", "xla-cpu", path], repeat)
+    base_ms, base_rss = best_of(["--baseline", path], repeat)
+    explain_ms = best_of(["explain", "--target", "xla-cpu", path], repeat)[0] if explain else None
+    return Commands(assign_ms, assign_rss, base_ms, base_rss, explain_ms)
 
 
 # --------------------------------------------------------------------------
@@ -419,19 +451,14 @@ def worker(args: list[str]) -> int:
         mode, path = args[1], args[2]
         import tracemalloc
 
-        from stablehlo_layout import mlir
-        from stablehlo_layout.importer import import_module
-        from stablehlo_layout.propagation import assign_layouts
-        from stablehlo_layout.rewrite import rewrite
-        from stablehlo_layout.targets import XlaCpuTarget
+        import phases
 
-        ctx = mlir.make_context()
-        target = XlaCpuTarget()
+        phases.start()
         with open(path, "rb") as f:
             data = f.read()
         gc.collect()
         before, heap_before = _rss_kb(), _malloc_in_use_kb()
-        m = mlir.load(data, path, ctx)
+        s = phases.parse(data, path)
         del data
         gc.collect()
         parsed, heap_parsed = _rss_kb(), _malloc_in_use_kb()
@@ -440,16 +467,14 @@ def worker(args: list[str]) -> int:
         result = {"parsed_rss_mb": (parsed - before) / 1024, "parsed_malloc_mb": (heap_parsed - heap_before) / 1024}
         if mode == "tracemalloc":
             tracemalloc.start()
-            g, h = import_module(m, inline_calls=True)
-            a = assign_layouts(g, target)
-            rewrite(m, a, h)
+            for step in PASS_PHASES:
+                phases.STEPS[step](s)
             result["pass_tracemalloc_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
         else:
             reset = _reset_peak_rss()
-            g, h = import_module(m, inline_calls=True)
-            a = assign_layouts(g, target)
-            rewrite(m, a, h)
+            for step in PASS_PHASES:
+                phases.STEPS[step](s)
             peak = _rss_kb("VmHWM") if reset else _rss_kb()
             result["pass_rss_peak_mb"] = max(0, peak - parsed) / 1024
         print(json.dumps(result))
@@ -471,6 +496,7 @@ class Row:
     ours: Ours
     command_ms: float | None
     loadavg: tuple[float, float, float] = (0.0, 0.0, 0.0)  # 1/5/15-min load when this row finished
+    commands: Commands | None = None  # whole commands: RSS, the parse + walk + print floor, explain
 
 
 def _fmt(v: float | None, spec: str = ".0f") -> str:
@@ -539,7 +565,43 @@ def render(rows: list[Row], repeat: int, xla_repeat: int) -> str:
                     xk = math.log(b.xla_ms / a.xla_ms) / math.log(b.instructions / a.instructions)
                     steps.append(f"L={a.layers}->{b.layers} ours {k:.2f}" + (f" XLA {xk:.2f}" if source == "xla-dump" else ""))
                 notes.append(f"  step exponents ({source}): " + "; ".join(steps))
-    return "\n".join(lines + notes)
+    return "\n".join(lines + notes + render_commands(rows, repeat))
+
+
+def render_commands(rows: list[Row], repeat: int) -> list[str]:
+    """The whole commands on XLA's dump: peak RSS against parse + walk + print, explain against assign."""
+    measured = [r for r in rows if r.commands is not None]
+    if not measured:
+        return []
+    head = ["L", "instrs", "assign ms", "assign RSS MB", "baseline ms", "baseline RSS MB", "RSS ratio",
+            "explain ms", "explain/assign", "cmd - baseline ms", "(cmd - baseline)/XLA"]
+    table = [head]
+    for r in measured:
+        c = r.commands
+        extra = c.assign_ms - c.baseline_ms
+        table.append([
+            str(r.layers), str(r.instructions), _fmt(c.assign_ms), _fmt(c.assign_rss_mb, ".1f"), _fmt(c.baseline_ms),
+            _fmt(c.baseline_rss_mb, ".1f"), f"{c.rss_ratio:.2f} {_mark(c.rss_ratio <= TARGET_RSS_RATIO)}",
+            _fmt(c.explain_ms),
+            f"{c.explain_ratio:.2f} {_mark(c.explain_ratio <= TARGET_EXPLAIN_RATIO)}" if c.explain_ratio else "-",
+            _fmt(extra), f"{extra / r.xla_ms:.2f}",
+        ])
+    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
+    lines = ["", "whole commands on XLA's dump (best of %d each):" % repeat]
+    lines += ["| " + " | ".join(cell.ljust(w) for cell, w in zip(row, widths)) + " |" for row in table]
+    lines.insert(3, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    lines += [
+        "",
+        "assign = `stablehlo-layout assign --target xla-cpu DUMP > /dev/null`; baseline = `python bench/baseline.py DUMP`"
+        " (the same bindings: parse, walk every op once, print, nothing else)",
+        f"RSS = the process's peak resident set (ru_maxrss, start-up to exit); RSS ratio = assign / baseline, "
+        f"target <= {TARGET_RSS_RATIO}",
+        f"explain = `stablehlo-layout explain --target xla-cpu DUMP` with its what-if fixes; explain/assign target "
+        f"<= {TARGET_EXPLAIN_RATIO}",
+        "cmd - baseline = what the command spends beyond reading and printing the module (import, propagate, rewrite,"
+        " verification)",
+    ]
+    return lines
 
 
 def render_saved(path: str) -> str:
@@ -552,7 +614,8 @@ def render_saved(path: str) -> str:
         o = r.pop("ours")
         r.pop("pass_ms", None)
         r["loadavg"] = tuple(r.get("loadavg", (0, 0, 0)))
-        rows.append(Row(ours=Ours(**o), **r))
+        c = r.pop("commands", None)  # runs saved before the whole-command table have none
+        rows.append(Row(ours=Ours(**o), commands=Commands(**c) if c else None, **r))
     return render(rows, saved["repeat"], saved["xla_repeat"])
 
 
@@ -570,6 +633,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="let each XLA compile finish instead of stopping it after layout-assignment")
     p.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     p.add_argument("--no-export", action="store_true", help="skip timing the raw jax.export module")
+    p.add_argument("--no-explain", action="store_true", help="skip timing `explain` (with fixes) on the dump")
     p.add_argument("--render", metavar="RESULTS", help="only re-print the table of a saved --json file")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON (default: bench/cache/last_run.json)")
     args = p.parse_args(argv)
@@ -599,12 +663,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_memory:
                 log(f"L={L} {source}: memory")
                 ours.memory = measure_memory(path)
-            command = None
+            commands = None
             if source == "xla-dump":
-                log(f"L={L} {source}: whole command ({repeat} run(s))")
-                command = time_command(path, repeat)
+                log(f"L={L} {source}: whole commands: assign, baseline{'' if args.no_explain else ', explain'} "
+                    f"({repeat} run(s) each)")
+                commands = measure_commands(path, repeat, not args.no_explain)
             n = w.dump_instructions if source == "xla-dump" else ours.graph_instructions
-            rows.append(Row(L, source, n, xla_ms, xla_net_ms, ours, command, os.getloadavg()))
+            rows.append(Row(L, source, n, xla_ms, xla_net_ms, ours, commands and commands.assign_ms,
+                            os.getloadavg(), commands))
         print(render(rows, repeat, xla_repeat), file=sys.stderr, flush=True)  # progress: table so far
 
     report = render(rows, repeat, xla_repeat)
