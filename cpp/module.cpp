@@ -73,6 +73,23 @@ NB_MODULE(_core, m) {
           })
       .def("shape_indices", [](const Index& x) { return to_lists(x.leaves); },
            "Per instruction, its results with tuples flattened (XLA's shape indices).")
+      .def(
+          "tuple_shape_indices",
+          [](const Index& x) {
+            // Only where a result is a tuple: elsewhere the shape indices are the
+            // results themselves, which the caller already holds as lists.
+            nb::list out;
+            for (int32_t i = 0; i < x.p.n_instrs(); ++i) {
+              bool tuple = false;
+              for (const int32_t* r = x.p.results.begin(i); r != x.p.results.end(i); ++r) tuple |= x.p.is_tuple[*r];
+              if (!tuple) continue;
+              nb::list row;
+              for (const int32_t* l = x.leaves.begin(i); l != x.leaves.end(i); ++l) row.append(*l);
+              out.append(nb::make_tuple(i, row));
+            }
+            return out;
+          },
+          "(instruction, shape indices) for each instruction with a tuple result.")
       .def("computation_order", [](const Index& x) { return slcore::computation_order(x.p); },
            "Callees before callers, the entry last.")
       .def("post_order", [](const Index& x, int32_t c) { return slcore::post_order(x.p, c); },

@@ -152,8 +152,11 @@ class Engine:
         self.memo: dict[str, object] = {}  # per-run caches for targets
         # The program as the compiled core holds it; the orders come from there.
         self.index = build_index(graph, self.rules)
-        # XLA's shape indices: per instruction, its results with tuples flattened.
-        self.leaves: list[list[int]] = self.index.shape_indices()
+        # XLA's shape indices: per instruction, its results with tuples flattened
+        # (the core flattens; most instructions have no tuple result and keep their list).
+        self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
+        for iid, flat in self.index.tuple_shape_indices():
+            self.leaves[iid] = flat
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
