@@ -39,8 +39,15 @@ PASS = ("import", "propagate", "rewrite")
 
 # Run in each child: start up, load, then the command's phases up to STOP, then leave at once.
 _CHILD = """
-import os, sys
+import os, site, sys
+# The editable install's import hook would send stablehlo_layout to its own
+# checkout whatever sys.path says: drop it, so that --code is what runs.  The
+# compiled core is the installed one (built from this venv's checkout's cpp/).
+sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable_skbc_")]
 sys.path[:0] = [sys.argv[3], os.path.join(sys.argv[3], "bench")]
+import stablehlo_layout
+stablehlo_layout.__path__.extend(
+    d for d in (os.path.join(p, "stablehlo_layout") for p in site.getsitepackages()) if os.path.isdir(d))
 import phases
 phases.start()
 path, stop = sys.argv[1], sys.argv[2]

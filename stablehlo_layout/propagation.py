@@ -36,6 +36,7 @@ from .constraints import (
 )
 from .errors import PassError
 from .graph import Graph, Instruction, Value, shape_text
+from .index import build_index
 from .options import check_entry_mode
 from .rules import OpRule, dfs_for
 
@@ -154,11 +155,16 @@ class Engine:
         self.added: list[Constraint] = []
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
-        self.order_key = [0] * len(graph.values)
         # Per-instruction facts the hot loops read, computed once.
         self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
         self.memo: dict[str, object] = {}  # per-run caches for targets
-        self.leaves = self._shape_indices()
+        # The program as the compiled core holds it; the orders come from there.
+        self.index = build_index(graph, self.rules)
+        # XLA's shape indices: per instruction, its results with tuples flattened
+        # (the core flattens; most instructions have no tuple result and keep their list).
+        self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
+        for iid, flat in self.index.tuple_shape_indices():
+            self.leaves[iid] = flat
         self.trivial = [self._trivial(c.id) for c in graph.comps]
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
@@ -166,131 +172,27 @@ class Engine:
         self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
         self.forwarding = [r.forwards for r in self.rules]
         self._precompute_edges()
-        self.comp_order = self._computation_order()
+        self.comp_order: list[int] = self.index.computation_order()  # callees first, the entry last
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
         self.given_results: list[L.Layout | None] = []
 
-    # -- ordering ------------------------------------------------------------
-    def _computation_order(self) -> list[int]:
-        """Callees before callers, the entry last (XLA's post-order)."""
-        g = self.g
-        seen: set[int] = set()
-        order: list[int] = []
-
-        def visit(c: int) -> None:
-            stack: list[tuple[int, list[int]]] = [(c, self._callees(c))]
-            seen.add(c)
-            while stack:
-                comp, todo = stack[-1]
-                if todo:
-                    nxt = todo.pop(0)
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        stack.append((nxt, self._callees(nxt)))
-                else:
-                    stack.pop()
-                    order.append(comp)
-
-        for c in g.comps:
-            if c.kind == "func" and c.id != g.entry and c.root >= 0 and c.id not in seen:
-                visit(c.id)
-        assert g.entry is not None
-        if g.entry not in seen:
-            visit(g.entry)
-        return order
-
-    def _callees(self, c: int) -> list[int]:
-        out: list[int] = []
-        for iid in self.g.comps[c].instrs:
-            ins = self.g.instrs[iid]
-            callees = ins.callees
-            if not callees:
-                continue
-            if self.rule(ins.id).hlo == "while" and len(callees) == 2:
-                callees = [callees[1], callees[0]]  # HLO lists the body first
-            out.extend(callees)
-        return out
-
+    # -- ordering (the core's order room: cpp/order.cpp) --------------------
     def post_order(self, c: int) -> list[int]:
         """Instructions of computation ``c`` in XLA's post-order: operands first, left to right."""
-        g = self.g
-        instrs, values = g.instrs, g.values
-        comp = g.comps[c]
-        done: set[int] = set()
-        order: list[int] = []
-        for start in comp.instrs:
-            if start in done:
-                continue
-            ins = instrs[start]
-            if ins.op != "root":
-                used = False
-                for v in ins.results:
-                    if values[v].uses:
-                        used = True
-                        break
-                if used:
-                    continue
-            done.add(start)
-            stack = [start]
-            pending = [iter(ins.operands)]
-            while pending:
-                for vid in pending[-1]:
-                    p = values[vid].producer
-                    if p not in done and instrs[p].comp == c:
-                        done.add(p)
-                        stack.append(p)
-                        pending.append(iter(instrs[p].operands))
-                        break
-                else:
-                    pending.pop()
-                    order.append(stack.pop())
-        if len(done) < len(comp.instrs):
-            for iid in comp.instrs:  # anything only reachable through a dead cycle
-                if iid not in done:
-                    order.append(iid)
-        return order
+        return self.index.post_order(c)
 
     def _number_buffers(self) -> None:
         """XLA's buffer ids: the order in which unconstrained buffers get defaults."""
-        key = 0
-        order_key = self.order_key
-        instrs, values = self.g.instrs, self.g.values
-        leaves = self.g.leaves
-        for c in self.comp_order:
-            if self.trivial[c] and not self.exact:
-                continue  # laid out without the default loop
-            for iid in self.post_order(c):
-                for v in instrs[iid].results:
-                    if values[v].elements is None:
-                        # The value, then its only shape index: itself.
-                        order_key[v] = key + 1
-                        key += 2
-                        continue
-                    order_key[v] = key
-                    key += 1
-                    for leaf in leaves(v):
-                        order_key[leaf] = key
-                        key += 1
+        exact, trivial = self.exact, self.trivial
+        # Trivial computations are laid out without the default loop (fast runs).
+        skip = [trivial[c] and not exact for c in range(len(self.g.comps))]
+        self.order_key = self.index.number_buffers(self.comp_order, skip)
 
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:
         """The op's rule as the target sees it (a target may refine the table)."""
         return self.rules[iid]
-
-    def _shape_indices(self) -> list[list[int]]:
-        """XLA's shape indices: per instruction, its results with tuples flattened."""
-        g = self.g
-        values = g.values
-        out = []
-        for ins in g.instrs:
-            results = ins.results
-            if (len(results) == 1 and values[results[0]].elements is None) or not results or all(
-                    values[r].elements is None for r in results):
-                out.append(results)
-            else:
-                out.append([leaf for r in results for leaf in g.leaves(r)])
-        return out
 
     def _precompute_edges(self) -> None:
         """The per-instruction and per-buffer facts the propagators read on every pop."""

@@ -3,8 +3,8 @@
 The tracked files that make the distribution are copied to a scratch
 directory and installed with pip into a fresh virtual environment, so
 nothing can come from the source tree: the command must find its modules,
-its ``passes`` package and the trace page's files (package data) where pip
-put them.  Dependencies (jax, jaxlib, ...) are not reinstalled: the new
+its compiled core (built from ``cpp/`` by the install itself), its ``passes``
+package and the trace page's files (package data) where pip put them.  Dependencies (jax, jaxlib, ...) are not reinstalled: the new
 environment reads the running one's site-packages through a ``.pth`` line,
 which adds that directory without running the ``.pth`` files in it (so the
 running environment's editable install stays out of the way).
@@ -37,7 +37,7 @@ def installed(tmp_path_factory) -> Path:
         pytest.skip("needs a git checkout to know which files the distribution is made of")
     tmp = tmp_path_factory.mktemp("install")
     src = tmp / "src"
-    for rel in _tracked("pyproject.toml", "README.md", "stablehlo_layout", "passes"):
+    for rel in _tracked("pyproject.toml", "README.md", "CMakeLists.txt", "cpp", "stablehlo_layout", "passes"):
         dst = src / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, dst)
@@ -69,11 +69,11 @@ def _run(env_dir: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_the_installed_package_is_not_the_source_tree(installed: Path):
     r = subprocess.run([str(installed / "bin" / "python"), "-c",
-                        "import stablehlo_layout, stablehlo_layout.passes as p; print(stablehlo_layout.__file__);"
-                        " print(p.__file__)"],
+                        "import stablehlo_layout, stablehlo_layout.passes as p, stablehlo_layout._core as c;"
+                        " print(stablehlo_layout.__file__); print(p.__file__); print(c.__file__)"],
                        cwd=installed, capture_output=True, text=True, env=_clean_env(), check=True)
     files = r.stdout.split()
-    assert len(files) == 2 and all(Path(f).is_relative_to(installed) for f in files), files
+    assert len(files) == 3 and all(Path(f).is_relative_to(installed) for f in files), files
     assert not any(Path(f).is_relative_to(ROOT) for f in files)
 
 
