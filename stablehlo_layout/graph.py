@@ -59,7 +59,10 @@ def location_text(loc: Any) -> str:
     A file position reads ``file:line:col``; a name (an HLO instruction) reads
     as the name; a name over a source position (what ``jax.export`` writes:
     the op's name over the call site of the user's code) reads
-    ``name (file:line:col)``, the innermost frame being the user's line.
+    ``name (file:line:col)``, the innermost frame being the user's line.  A
+    position in MLIR's anonymous parse buffer (``"-"``: text the user parsed
+    from a string, or bytecode written from such a module) reads ``line 7:8
+    of the parsed text``; the loader names stdin's buffer ``<stdin>``.
     Formatting is lazy (``Instruction.loc``): doing it for every op up front
     costs more than the rest of the import, and only errors and reports read it.
     """
@@ -69,9 +72,14 @@ def location_text(loc: Any) -> str:
         return text[4:-1] if text.startswith("loc(") else text
     name, line, col = m.groups()
     if line:
-        return f"{name}:{line}:{col}"
+        return _position(name, line, col)
     inner = _FILE_POSITION.search(text, m.end())
-    return f"{name} ({inner.group(1)}:{inner.group(2)}:{inner.group(3)})" if inner else name
+    return f"{name} ({_position(*inner.groups())})" if inner else name
+
+
+def _position(file: str, line: str, col: str) -> str:
+    # MLIR names a buffer parsed from a string "-": it is no file, so say what it is.
+    return f"line {line}:{col} of the parsed text" if file == "-" else f"{file}:{line}:{col}"
 
 
 def show_full_locations(graph: "Graph") -> None:

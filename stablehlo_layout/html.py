@@ -29,7 +29,6 @@ of ``explain.TRACE_WORDS``, filled here or by the page, or text explain wrote
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from dataclasses import dataclass
 from importlib import resources
@@ -265,9 +264,6 @@ class _Interner:
         return n
 
 
-_LOC_DASH = re.compile(r"(?<![\w./-])-:(\d+):(\d+)")
-
-
 def _value_shape(v: Value) -> str:
     """An array's shape; a tuple or token by its kind (the page draws tuple elements apart)."""
     if v.kind == ARRAY:
@@ -294,16 +290,13 @@ def _box_title(c, ops: int, words: dict[str, str]) -> str:
     return words[key].format(name=c.name, kind=c.kind, ops=ops)
 
 
-def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
-               input_name: str | None = None) -> dict[str, Any]:
+def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "") -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able records (``SCHEMA``)."""
     from .explain import TRACE_WORDS as W
     from .explain import (comp_label, describe_use, describe_value, fmt_bytes, link_of, quantity, rule_text,
                           source_rule, value_bytes)
 
     g, a = graph, assignment
-    fixloc = (lambda s: _LOC_DASH.sub(lambda m: f"{input_name}:{m.group(1)}:{m.group(2)}", s)) \
-        if input_name else (lambda s: s)
     trace = a.trace or []
     ops = _Interner()
     lays = _Interner()
@@ -369,7 +362,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         layer, slot = placed.get(ins.id, (0, 0))
         hosted = [x for x in ins.callees if home.get(x) == ins.id]
         group_size = sum(size.get(x, 0) for x in hosted)
-        loc = fixloc(ins.loc)
+        loc = ins.loc
         calls = ""
         if ins.callees and not hosted:
             names = ", ".join(f"@{g.comps[x].name}" if g.comps[x].is_entry else g.comps[x].name for x in ins.callees)
@@ -410,7 +403,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                 rule=rules(node.rule), note=notes(node.note) if node.note else -1,
                 was=lays(_fmt(node.was)) if node.was is not None else -1,
                 parent=-1 if node.parent is None else fact_ids[id(node.parent)],
-                instr=-1 if node.instr is None else node.instr, subject=subjects(fixloc(link.subject))))
+                instr=-1 if node.instr is None else node.instr, subject=subjects(link.subject)))
             fact_ids[id(node)] = len(keep)
             keep.append(node)
         return fact_ids[id(f)]
@@ -434,7 +427,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         src = a.layouts[v.id] or ()
         if report is not None:
             nbytes, total, trips, reason = report.bytes, report.total_bytes, report.loop_trips, report.reason
-            text = fixloc(report.explain())
+            text = report.explain()
         else:  # no explanation given: what the assignment alone tells
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
             text = W["no-explanation"]
@@ -445,8 +438,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         per_run = W["copy-per-run"].format(bytes=fmt_bytes(total)) if total is not None and trips else ""
         first = group.edges[0]
         item = W["copy-item"].format(title=head, bytes=fmt_bytes(nbytes), per_run=per_run,
-                                     producer=fixloc(describe_value(g, v.id)),
-                                     consumer=fixloc(describe_use(g, first.consumer, first.operand)))
+                                     producer=describe_value(g, v.id),
+                                     consumer=describe_use(g, first.consumer, first.operand))
         copies.append(_row(
             "copy", value=group.value, src=lays(_fmt(src)), dst=lays(_fmt(group.dst)), bytes=nbytes,
             total=total if total is not None else -1, trips=trips, reason=reason, edges=edges, text=text,
@@ -545,27 +538,25 @@ def _asset(name: str) -> str:
 
 
 def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
-                      title: str = "stablehlo-layout trace", *, input_name: str | None = None) -> str:
+                      title: str = "stablehlo-layout trace") -> str:
     """The whole page as one string (deterministic: same input, same bytes).
 
     ``explanation`` is ``explain(assignment)``, whose text each copy shows
     when clicked; with None the copies are drawn from the assignment alone
-    (no text, no parameter costs).  ``input_name`` replaces a parsed
-    buffer's ``-`` in locations, as the CLI does for its text.
+    (no text, no parameter costs).
     """
     if assignment.trace is None:
         raise ValueError("the assignment carries no trace: run analyze(..., trace=True)")
-    data = build_data(graph, assignment, explanation, title, input_name)
+    data = build_data(graph, assignment, explanation, title)
     return (_asset("page.html").replace("%TITLE%", _esc(title))
             .replace("%CSS%", _asset("page.css"))
             .replace("%JS%", _asset("page.js"))
             .replace("%DATA%", _script_json(data)))
 
 
-def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
-                     *, input_name: str | None = None) -> None:
+def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str) -> None:
     """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
     from .output import write_output
 
-    text = render_trace_html(graph, assignment, explanation, title, input_name=input_name)
+    text = render_trace_html(graph, assignment, explanation, title)
     write_output(path, text.encode("utf-8"))
