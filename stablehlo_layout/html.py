@@ -420,7 +420,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
     groups = copy_groups(a)
     copies = []
     reports = explanation.copies if explanation is not None else [None] * len(groups)
-    by_reason: dict[str, tuple[int, int]] = {}
+    by_reason: dict[str, tuple[int, int, int]] = {}  # reason -> (copies, known bytes, copies of unknown size)
     for k, (group, report) in enumerate(zip(groups, reports), 1):
         edges = [[e.consumer, e.operand] for e in group.edges]
         v = g.values[group.value]
@@ -431,8 +431,9 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         else:  # no explanation given: what the assignment alone tells
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
             text = W["no-explanation"]
-        n, b = by_reason.get(reason, (0, 0))
-        by_reason[reason] = (n + 1, b + (nbytes or 0))  # None: a dynamic shape's unknown size
+        n, b, unknown = by_reason.get(reason, (0, 0, 0))
+        # None: a dynamic shape's size, unknown until run time; no total counts it.
+        by_reason[reason] = (n + 1, b + (nbytes or 0), unknown + (nbytes is None))
         shape = shape_text(v)
         head = W["copy-title"].format(k=k, shape=shape, src=_fmt(src), dst=_fmt(group.dst))
         per_run = W["copy-per-run"].format(bytes=fmt_bytes(total)) if total is not None and trips else ""
@@ -475,11 +476,13 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                             layout=lays(_fmt(lay)) if lay is not None else -1, pinned=1 if pinned else 0))
         result_rows.append([str(i), _value_shape(v) if v is not None else "",
                             _fmt(lay) if lay is not None else W["unset"], W["pinned" if pinned else "free"]])
-    reason_rows = [[str(n), fmt_bytes(b), f"{rule_text(r)} ({r})"] for r, (n, b) in
+    reason_rows = [[str(n), _known_bytes(b, unknown), f"{rule_text(r)} ({r})"] for r, (n, b, unknown) in
                    sorted(by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
-    total_bytes = sum(c[SCHEMA["copy"].index("bytes")] for c in copies)
+    sizes = [c[SCHEMA["copy"].index("bytes")] for c in copies]
+    total_bytes = sum(b for b in sizes if b is not None)
     ncopies = quantity(len(copies), "copy", "copies")
-    summary = W["summary"].format(copies=ncopies, bytes=fmt_bytes(total_bytes), target=a.target.name,
+    moved = _known_bytes(total_bytes, sizes.count(None))
+    summary = W["summary"].format(copies=ncopies, bytes=moved, target=a.target.name,
                                   mode=a.entry_mode, pops=len(trace), rounds=a.rounds)
     return {
         "v": 2,
@@ -520,6 +523,17 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             ],
         },
     }
+
+
+def _known_bytes(known: int, unknown: int) -> str:
+    """Bytes of the copies whose size is known, and how many are of unknown size (dynamic shapes)."""
+    from .explain import fmt_bytes, quantity
+
+    if not unknown:
+        return fmt_bytes(known)
+    if not known:
+        return fmt_bytes(None)
+    return f"{fmt_bytes(known)} plus {quantity(unknown, 'copy', 'copies')} of unknown size (dynamic shape)"
 
 
 def _script_json(data: Any) -> str:

@@ -450,3 +450,22 @@ def test_every_seed_is_popped_once_where_the_replay_says(rel):
         # The seed's constraint is the one that pop took: same kind and target.
         assert [(s.kind, s.target) for s in p.seeds] == [
             (a.trace[i].constraint.kind, a.trace[i].constraint.target) for i in p.seed_pops]
+
+
+# A copy of a dynamically shaped value moves an unknown number of bytes.
+DYNAMIC = """func.func public @main(%x: tensor<?x4xf32>, %y: tensor<8x4xf32>) -> (tensor<4x?xf32>, tensor<4x8xf32>) {
+  %t = stablehlo.transpose %x, dims = [1, 0] : (tensor<?x4xf32>) -> tensor<4x?xf32>
+  %u = stablehlo.transpose %y, dims = [1, 0] : (tensor<8x4xf32>) -> tensor<4x8xf32>
+  return %t, %u : tensor<4x?xf32>, tensor<4x8xf32>
+}
+"""
+
+
+def test_page_of_a_dynamic_shape_copy_says_its_size_is_unknown():
+    g, a, _ = _analyze("dyn.mlir", text=DYNAMIC)
+    html = render_trace_html(g, a, explain(a, fixes=False), "dyn")  # used to raise TypeError
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
+    sizes = [c[data["schema"]["copy"].index("bytes")] for c in data["copies"]]
+    assert sorted(sizes, key=str) == [128, None]
+    assert data["totalBytes"] == 128
+    assert "128 B plus 1 copy of unknown size (dynamic shape) moved per execution" in data["summary"]["text"]
