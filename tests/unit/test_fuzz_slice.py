@@ -24,7 +24,10 @@ run: a branch capturing the second of two call results that are one value got a
 copy of the first result, and its own use was not redirected), B12 (found by a
 2500-program run from seed 15000: not idempotent where a branch captures two
 values and the second needs a copy; the copy sits at the branch's start, so a
-rerun captured its operand first, and the capture order decides ties).
+rerun captured its operand first, and the capture order decides ties), B13 (same
+run, seed 16795, xla-cpu: two clones of one callee whose parameters came in
+different layouts were folded into one, as both copy the parameter to the same
+layout and so print alike; parameter layouts are now part of the fold's key).
 
 Still open: none.  A bug found and not yet fixed gets an ``xfail(strict=True)``
 test; a fix makes it XPASS and fail, so the marker must go.
@@ -469,4 +472,30 @@ def test_b12_rerun_captures_in_the_order_before_the_copies():
     assert again == out
     fails, _ = check_target(B12_CAPTURE_ORDER, "default", "generic", _pins(B12_CAPTURE_ORDER), 12,
                             execute=False, cache=Cache())
+    assert not fails, fails
+
+
+# Found by the run from seed 15000 (seed 16795, xla-cpu): each clone of @f copies
+# its parameter to {2,1,0}, one from {2,0,1} and one from {0,1,2}.  The bodies
+# print alike (a body writes no parameter layout), so they were folded into one
+# function that two call sites fed different layouts.
+B13_CLONES_OF_DIFFERENT_PARAMETERS = """\
+func.func private @f(%a: tensor<1x1x1xf32>) -> tensor<1xf32> {
+  %d = stablehlo.dot_general %a, %a, batching_dims = [1] x [0], contracting_dims = [0, 2] x [1, 2] : (tensor<1x1x1xf32>, tensor<1x1x1xf32>) -> tensor<1xf32>
+  return %d : tensor<1xf32>
+}
+func.func public @main(%x: tensor<1x1x1xf32> {mhlo.layout_mode = "{2,0,1}"}, %y: tensor<1x1x1xf32> {mhlo.layout_mode = "{0,1,2}"}) -> (tensor<1xf32>, tensor<1xf32>) {
+  %0 = func.call @f(%x) : (tensor<1x1x1xf32>) -> tensor<1xf32>
+  %1 = func.call @f(%y) : (tensor<1x1x1xf32>) -> tensor<1xf32>
+  return %0, %1 : tensor<1xf32>, tensor<1xf32>
+}
+"""
+
+
+def test_b13_clones_fed_different_layouts_are_not_folded():
+    out, r = _assign(B13_CLONES_OF_DIFFERENT_PARAMETERS, "xla-cpu")
+    assert re.findall(r"call @([\w.]+)", out) == ["f", "f.layout1"], out
+    assert out.count("mhlo.copy") == len(r.copies) == 2
+    fails, _ = check_target(B13_CLONES_OF_DIFFERENT_PARAMETERS, "default", "xla-cpu",
+                            _pins(B13_CLONES_OF_DIFFERENT_PARAMETERS), 13, execute=True, cache=Cache())
     assert not fails, fails
