@@ -275,7 +275,21 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
             # mark): the text went through the anonymous buffer.
             name_buffer(module, _STDIN_NAME if file == "-" else file)
         return module
-    raise InputError(path, _UNKNOWN_INPUT)
+    raise _not_an_input(data, path)
+
+
+def _not_an_input(data: bytes, path: str) -> InputError:
+    """Why `data` is no input: text in another encoding (Latin-1, say) is told apart from binary data."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        head = data[: error.start].decode("utf-8")
+        if head.strip() and not _CONTROL_CHARS.search(head):
+            line = head.count("\n") + 1
+            col = len(head) - (head.rfind("\n") + 1) + 1
+            return InputError(path, f"not UTF-8 text: byte 0x{data[error.start]:02x} is no UTF-8 character "
+                                    "(MLIR and HLO text are UTF-8)", line, col)
+    return InputError(path, _UNKNOWN_INPUT)
 
 
 # Bytes that never occur in MLIR or HLO text; they mark binary data even when
