@@ -241,7 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _on_deep_stack(lambda: _dispatch_inputs(args))
 
 
-_DUMP_SUFFIX = ".before_layout-assignment.txt"
+# XLA names them module_0000.jit_f.0011.cpu-compile.after_x.before_layout-assignment.txt;
+# a dump renamed to the bare suffix (as examples/xla_dump/ holds it) counts too.
+_DUMP_SUFFIX = "before_layout-assignment.txt"
 
 
 def _expand_inputs(inputs: list[str]) -> list[str]:
