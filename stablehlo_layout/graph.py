@@ -51,6 +51,8 @@ class Value:
 
 _LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
 _FILE_POSITION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+# A position in MLIR's anonymous parse buffer, in a location's printed form.
+_ANONYMOUS = re.compile(r'(?<![\w\\])"-":(\d+):(\d+)')
 
 
 def location_text(loc: Any) -> str:
@@ -94,7 +96,8 @@ def show_full_locations(graph: "Graph") -> None:
         w = ins.where
         if w is not None and w.__class__ is not str:
             text = str(w)
-            ins.where = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+            text = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+            ins.where = _ANONYMOUS.sub(lambda m: _position("-", m.group(1), m.group(2)), text)
 
 
 @dataclass(slots=True)

@@ -125,3 +125,13 @@ def test_pass_errors_name_the_input_only_where_it_has_lines(tmp_path: Path) -> N
         assert run.returncode == 1
         assert run.stderr.decode().startswith(want), run.stderr
         assert len(run.stderr.decode().splitlines()) == 1
+
+
+def test_whole_locations_of_bytecode_written_from_a_string_name_no_file(tmp_path: Path) -> None:
+    blob = tmp_path / "seed.mlirbc"
+    blob.write_bytes(mlir.to_bytecode(mlir.load(SEED.read_text(), "x", mlir.make_context())))
+    for command in ("explain", "trace"):
+        run = _tool(command, "--mlir-print-debuginfo", str(blob))
+        assert run.returncode == 0, run.stderr
+        shown = run.stdout.decode()
+        assert PARSED in shown and '"-"' not in shown and not DASH.search(shown), command
