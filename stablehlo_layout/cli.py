@@ -114,14 +114,16 @@ _FILE_POS = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)$")
 def render_pass_error(path: str, e: PassError) -> str:
     """One ``file:line:col: error: reason`` line for an error found inside the pass.
 
-    Locations come from the parsed buffer (named ``-``) or from NameLocs
-    (HLO instruction names); either way the line names the input file.
+    A position in the input itself (MLIR text names its file, or ``<stdin>``)
+    becomes the line's ``file:line:col``; any other location (an HLO
+    instruction's name, a position in another file or in the text bytecode
+    was written from) is quoted after "at".
     """
     shown = "<stdin>" if path == "-" else path
     msg = " ".join(e.msg.split())
     loc = e.location or ""
     m = _FILE_POS.match(loc)
-    if m and m.group("file") in ("-", "", path):
+    if m and m.group("file") in (shown, path):
         return f"{shown}:{m.group('line')}:{m.group('col')}: error: {msg}"
     if loc:
         return f"{shown}: error: at {loc}: {msg}"
@@ -210,9 +212,9 @@ def _explain(args: argparse.Namespace) -> int:
         data["input"] = path
         if getattr(args, "compiled_by", None):
             data["compiled_by"] = args.compiled_by
-        _emit(args, _with_path(json.dumps(data, indent=2) + "\n", args.input))
+        _emit(args, json.dumps(data, indent=2) + "\n")
     else:
-        _emit(args, _with_path(report.render(), args.input))
+        _emit(args, report.render())
     return 0
 
 
@@ -228,21 +230,10 @@ def _trace(args: argparse.Namespace) -> int:
         # reruns are skipped here to keep large modules quick.
         report = explain(assignment, fixes=False, sources=sources)
         write_trace_html(assignment.graph, assignment, report, args.html,
-                         f"stablehlo-layout trace: {os.path.basename(path)}", input_name=path)
+                         f"stablehlo-layout trace: {os.path.basename(path)}")
         return 0
-    _emit(args, _with_path(render_trace(assignment, sources), args.input))
+    _emit(args, render_trace(assignment, sources))
     return 0
-
-
-def _with_path(text: str, input_path: str) -> str:
-    """Text read from stdin is parsed as the buffer "-": show its positions as ``<stdin>:line:col``.
-
-    A file's positions already name it (``mlir.load`` parses text from the file);
-    bytecode keeps the locations it was written with.
-    """
-    if input_path != "-":
-        return text
-    return re.sub(r"(?<![\w./-])-:(\d+):(\d+)", lambda m: f"<stdin>:{m.group(1)}:{m.group(2)}", text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -250,7 +241,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _on_deep_stack(lambda: _dispatch_inputs(args))
 
 
-_DUMP_SUFFIX = ".before_layout-assignment.txt"
+# XLA names them module_0000.jit_f.0011.cpu-compile.after_x.before_layout-assignment.txt;
+# a dump renamed to the bare suffix (as examples/xla_dump/ holds it) counts too.
+_DUMP_SUFFIX = "before_layout-assignment.txt"
 
 
 def _expand_inputs(inputs: list[str]) -> list[str]:

@@ -12,7 +12,7 @@ separate from building, and the JSON form is versioned (``SCHEMA``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,6 +141,11 @@ class CopyReport:
     def kind(self) -> str:
         return "relayout" if self.aliased_output is None else "in-place"
 
+    # Per consumer chain: where it joins an earlier consumer's, as (consumer, link) indexes,
+    # or None.  A chain stops at the first link an earlier one already shows: chains of
+    # many consumers through one long path would otherwise repeat it, quadratic in size.
+    chain_joins: list[tuple[int, int] | None] = field(default_factory=list)
+
     @property
     def in_loop(self) -> bool:
         return bool(self.loop_trips)
@@ -158,6 +163,9 @@ class CopyReport:
     def chains(self) -> list[list[Link]]:
         return self.consumer_chains or [self.consumer_chain] * len(self.consumers)
 
+    def joins(self) -> list[tuple[int, int] | None]:
+        return self.chain_joins or [None] * len(self.chains())
+
     def to_json(self) -> dict[str, Any]:
         return {
             "index": self.index, "shape": self.shape, "kind": self.kind,
@@ -165,8 +173,9 @@ class CopyReport:
             "from": {"minor_to_major": L.format_layout(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
             "to": {"minor_to_major": L.format_layout(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
             "producer": self.producer,
-            "consumers": [{**c, "chain": [x.to_json() for x in chain]}
-                          for c, chain in zip(self.consumers, self.chains())],
+            "consumers": [{**c, "chain": [x.to_json() for x in chain],
+                           **({"chain_continues": {"consumer": join[0], "link": join[1]}} if join else {})}
+                          for c, chain, join in zip(self.consumers, self.chains(), self.joins())],
             "cost": {"bytes_per_copy": self.bytes, "in_loop": self.in_loop,
                      "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes},
             "consumer_chain": [x.to_json() for x in self.consumer_chain],
@@ -288,6 +297,34 @@ def chain(g: Graph, c: Constraint | None, sources: Mapping[str, Source] | None =
         out.append(link)
         node = node.parent
     return out
+
+
+def shared_chains(g: Graph, demands: Sequence[Constraint | None], sources: Mapping[str, Source] | None = None
+                  ) -> tuple[list[list[Link]], list[tuple[int, int] | None]]:
+    """``chain`` for each demand, each cut where it reaches a fact an earlier one already shows.
+
+    Returns the chains and, per chain, the (chain, link) it joins there, or None.
+    """
+    shown: dict[int, tuple[int, int]] = {}  # id(fact) -> where it is shown
+    chains: list[list[Link]] = []
+    joins: list[tuple[int, int] | None] = []
+    for k, c in enumerate(demands):
+        out: list[Link] = []
+        join = None
+        node = c.origin if c is not None else None
+        while node is not None:
+            join = shown.get(id(node))
+            if join is not None:
+                break
+            shown[id(node)] = (k, len(out))
+            link = link_of(g, node)
+            if sources:
+                link.source = sources.get(_subject_location(g, node))
+            out.append(link)
+            node = node.parent
+        chains.append(out)
+        joins.append(join)
+    return chains, joins
 
 
 def _subject_location(g: Graph, f: Origin) -> str:
@@ -588,7 +625,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
         else:
             fix, note = fixer.best(group) if fixes else (None, "")
             why, reason = verdict(a, group), source_rule(demand)
-        chains = [chain(g, e.demand, sources) for e in group.edges]
+        chains, joins = shared_chains(g, [e.demand for e in group.edges], sources)
         reports.append(CopyReport(
             index=n,
             shape=shape_text(v),
@@ -612,6 +649,7 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
             edges=tuple((e.consumer, e.operand) for e in group.edges),
             consumer_chains=chains,
             aliased_output=group.edges[0].aliased_output,
+            chain_joins=joins,
         ))
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:
@@ -701,10 +739,17 @@ def render_copy(r: CopyReport) -> str:
     else:
         lines.append(f"  cost: {fmt_bytes(r.bytes)} per execution")
     chains = r.chains()
-    for k, links in enumerate(chains):
+    for k, (links, join) in enumerate(zip(chains, r.joins())):
         who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
+        if join is not None and not links:
+            lines.append(f"  {who} wants {L.format_layout(r.dst)} for the reason consumer {join[0] + 1} does"
+                         + (f", from its link {join[1] + 1} on" if join[1] else ""))
+            continue
         lines.append(f"  {who} wants {L.format_layout(r.dst)} because:")
         lines.extend(_render_link(x, i == 0) for i, x in enumerate(links))
+        if join is not None:
+            lines.append(f"    <- then as consumer {join[0] + 1}'s chain from its link {join[1] + 1}: "
+                         f"{chains[join[0]][join[1]].subject}")
     lines.append(f"  the producer has {L.format_layout(r.src)} because:")
     lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.producer_chain))
     lines.append(f"  why the producer kept its layout: {r.verdict}")

@@ -51,6 +51,8 @@ class Value:
 
 _LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
 _FILE_POSITION = re.compile(r'"((?:[^"\\]|\\.)*)":(\d+):(\d+)')
+# A position in MLIR's anonymous parse buffer, in a location's printed form.
+_ANONYMOUS = re.compile(r'(?<![\w\\])"-":(\d+):(\d+)')
 
 
 def location_text(loc: Any) -> str:
@@ -59,7 +61,10 @@ def location_text(loc: Any) -> str:
     A file position reads ``file:line:col``; a name (an HLO instruction) reads
     as the name; a name over a source position (what ``jax.export`` writes:
     the op's name over the call site of the user's code) reads
-    ``name (file:line:col)``, the innermost frame being the user's line.
+    ``name (file:line:col)``, the innermost frame being the user's line.  A
+    position in MLIR's anonymous parse buffer (``"-"``: text the user parsed
+    from a string, or bytecode written from such a module) reads ``line 7:8
+    of the parsed text``; the loader names stdin's buffer ``<stdin>``.
     Formatting is lazy (``Instruction.loc``): doing it for every op up front
     costs more than the rest of the import, and only errors and reports read it.
     """
@@ -69,9 +74,14 @@ def location_text(loc: Any) -> str:
         return text[4:-1] if text.startswith("loc(") else text
     name, line, col = m.groups()
     if line:
-        return f"{name}:{line}:{col}"
+        return _position(name, line, col)
     inner = _FILE_POSITION.search(text, m.end())
-    return f"{name} ({inner.group(1)}:{inner.group(2)}:{inner.group(3)})" if inner else name
+    return f"{name} ({_position(*inner.groups())})" if inner else name
+
+
+def _position(file: str, line: str, col: str) -> str:
+    # MLIR names a buffer parsed from a string "-": it is no file, so say what it is.
+    return f"line {line}:{col} of the parsed text" if file == "-" else f"{file}:{line}:{col}"
 
 
 def show_full_locations(graph: "Graph") -> None:
@@ -86,7 +96,8 @@ def show_full_locations(graph: "Graph") -> None:
         w = ins.where
         if w is not None and w.__class__ is not str:
             text = str(w)
-            ins.where = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+            text = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+            ins.where = _ANONYMOUS.sub(lambda m: _position("-", m.group(1), m.group(2)), text)
 
 
 @dataclass(slots=True)

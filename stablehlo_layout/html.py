@@ -29,7 +29,6 @@ of ``explain.TRACE_WORDS``, filled here or by the page, or text explain wrote
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from dataclasses import dataclass
 from importlib import resources
@@ -265,9 +264,6 @@ class _Interner:
         return n
 
 
-_LOC_DASH = re.compile(r"(?<![\w./-])-:(\d+):(\d+)")
-
-
 def _value_shape(v: Value) -> str:
     """An array's shape; a tuple or token by its kind (the page draws tuple elements apart)."""
     if v.kind == ARRAY:
@@ -294,16 +290,13 @@ def _box_title(c, ops: int, words: dict[str, str]) -> str:
     return words[key].format(name=c.name, kind=c.kind, ops=ops)
 
 
-def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
-               input_name: str | None = None) -> dict[str, Any]:
+def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "") -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able records (``SCHEMA``)."""
     from .explain import TRACE_WORDS as W
     from .explain import (comp_label, describe_use, describe_value, fmt_bytes, link_of, quantity, rule_text,
                           source_rule, value_bytes)
 
     g, a = graph, assignment
-    fixloc = (lambda s: _LOC_DASH.sub(lambda m: f"{input_name}:{m.group(1)}:{m.group(2)}", s)) \
-        if input_name else (lambda s: s)
     trace = a.trace or []
     ops = _Interner()
     lays = _Interner()
@@ -369,7 +362,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         layer, slot = placed.get(ins.id, (0, 0))
         hosted = [x for x in ins.callees if home.get(x) == ins.id]
         group_size = sum(size.get(x, 0) for x in hosted)
-        loc = fixloc(ins.loc)
+        loc = ins.loc
         calls = ""
         if ins.callees and not hosted:
             names = ", ".join(f"@{g.comps[x].name}" if g.comps[x].is_entry else g.comps[x].name for x in ins.callees)
@@ -410,7 +403,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                 rule=rules(node.rule), note=notes(node.note) if node.note else -1,
                 was=lays(_fmt(node.was)) if node.was is not None else -1,
                 parent=-1 if node.parent is None else fact_ids[id(node.parent)],
-                instr=-1 if node.instr is None else node.instr, subject=subjects(fixloc(link.subject))))
+                instr=-1 if node.instr is None else node.instr, subject=subjects(link.subject)))
             fact_ids[id(node)] = len(keep)
             keep.append(node)
         return fact_ids[id(f)]
@@ -427,26 +420,27 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
     groups = copy_groups(a)
     copies = []
     reports = explanation.copies if explanation is not None else [None] * len(groups)
-    by_reason: dict[str, tuple[int, int]] = {}
+    by_reason: dict[str, tuple[int, int, int]] = {}  # reason -> (copies, known bytes, copies of unknown size)
     for k, (group, report) in enumerate(zip(groups, reports), 1):
         edges = [[e.consumer, e.operand] for e in group.edges]
         v = g.values[group.value]
         src = a.layouts[v.id] or ()
         if report is not None:
             nbytes, total, trips, reason = report.bytes, report.total_bytes, report.loop_trips, report.reason
-            text = fixloc(report.explain())
+            text = report.explain()
         else:  # no explanation given: what the assignment alone tells
             nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
             text = W["no-explanation"]
-        n, b = by_reason.get(reason, (0, 0))
-        by_reason[reason] = (n + 1, b + (nbytes or 0))  # None: a dynamic shape's unknown size
+        n, b, unknown = by_reason.get(reason, (0, 0, 0))
+        # None: a dynamic shape's size, unknown until run time; no total counts it.
+        by_reason[reason] = (n + 1, b + (nbytes or 0), unknown + (nbytes is None))
         shape = shape_text(v)
         head = W["copy-title"].format(k=k, shape=shape, src=_fmt(src), dst=_fmt(group.dst))
         per_run = W["copy-per-run"].format(bytes=fmt_bytes(total)) if total is not None and trips else ""
         first = group.edges[0]
         item = W["copy-item"].format(title=head, bytes=fmt_bytes(nbytes), per_run=per_run,
-                                     producer=fixloc(describe_value(g, v.id)),
-                                     consumer=fixloc(describe_use(g, first.consumer, first.operand)))
+                                     producer=describe_value(g, v.id),
+                                     consumer=describe_use(g, first.consumer, first.operand))
         copies.append(_row(
             "copy", value=group.value, src=lays(_fmt(src)), dst=lays(_fmt(group.dst)), bytes=nbytes,
             total=total if total is not None else -1, trips=trips, reason=reason, edges=edges, text=text,
@@ -482,11 +476,13 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                             layout=lays(_fmt(lay)) if lay is not None else -1, pinned=1 if pinned else 0))
         result_rows.append([str(i), _value_shape(v) if v is not None else "",
                             _fmt(lay) if lay is not None else W["unset"], W["pinned" if pinned else "free"]])
-    reason_rows = [[str(n), fmt_bytes(b), f"{rule_text(r)} ({r})"] for r, (n, b) in
+    reason_rows = [[str(n), _known_bytes(b, unknown), f"{rule_text(r)} ({r})"] for r, (n, b, unknown) in
                    sorted(by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
-    total_bytes = sum(c[SCHEMA["copy"].index("bytes")] for c in copies)
+    sizes = [c[SCHEMA["copy"].index("bytes")] for c in copies]
+    total_bytes = sum(b for b in sizes if b is not None)
     ncopies = quantity(len(copies), "copy", "copies")
-    summary = W["summary"].format(copies=ncopies, bytes=fmt_bytes(total_bytes), target=a.target.name,
+    moved = _known_bytes(total_bytes, sizes.count(None))
+    summary = W["summary"].format(copies=ncopies, bytes=moved, target=a.target.name,
                                   mode=a.entry_mode, pops=len(trace), rounds=a.rounds)
     return {
         "v": 2,
@@ -529,6 +525,17 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
     }
 
 
+def _known_bytes(known: int, unknown: int) -> str:
+    """Bytes of the copies whose size is known, and how many are of unknown size (dynamic shapes)."""
+    from .explain import fmt_bytes, quantity
+
+    if not unknown:
+        return fmt_bytes(known)
+    if not known:
+        return fmt_bytes(None)
+    return f"{fmt_bytes(known)} plus {quantity(unknown, 'copy', 'copies')} of unknown size (dynamic shape)"
+
+
 def _script_json(data: Any) -> str:
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=True, sort_keys=False)
     # Safe inside <script>: no "</script", no "<!--".
@@ -545,27 +552,25 @@ def _asset(name: str) -> str:
 
 
 def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
-                      title: str = "stablehlo-layout trace", *, input_name: str | None = None) -> str:
+                      title: str = "stablehlo-layout trace") -> str:
     """The whole page as one string (deterministic: same input, same bytes).
 
     ``explanation`` is ``explain(assignment)``, whose text each copy shows
     when clicked; with None the copies are drawn from the assignment alone
-    (no text, no parameter costs).  ``input_name`` replaces a parsed
-    buffer's ``-`` in locations, as the CLI does for its text.
+    (no text, no parameter costs).
     """
     if assignment.trace is None:
         raise ValueError("the assignment carries no trace: run analyze(..., trace=True)")
-    data = build_data(graph, assignment, explanation, title, input_name)
+    data = build_data(graph, assignment, explanation, title)
     return (_asset("page.html").replace("%TITLE%", _esc(title))
             .replace("%CSS%", _asset("page.css"))
             .replace("%JS%", _asset("page.js"))
             .replace("%DATA%", _script_json(data)))
 
 
-def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
-                     *, input_name: str | None = None) -> None:
+def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str) -> None:
     """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
     from .output import write_output
 
-    text = render_trace_html(graph, assignment, explanation, title, input_name=input_name)
+    text = render_trace_html(graph, assignment, explanation, title)
     write_output(path, text.encode("utf-8"))

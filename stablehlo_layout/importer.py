@@ -456,6 +456,13 @@ class _Importer:
         last = len(ops) - 1
         for position, op in enumerate(ops):
             name = op.name
+            if name == "mhlo.copy" and COPY_MARK in op.attributes:
+                # Its value stands for its operand; a branch captures that where
+                # the copy is first read, as before the copy went in (a copy sits
+                # at its branch's start, and capture order decides ties).
+                vid[op.results[0]] = vid[op.operands[0]]
+                self.stale_copies.append(op)
+                continue
             operands = []
             for v in op.operands:
                 i = vid[v]
@@ -466,10 +473,6 @@ class _Importer:
                 if self.optimistic:
                     raise _CallsToFlatten()
                 yield self._inline_call(op, cid, operands)
-                continue
-            if name == "mhlo.copy" and COPY_MARK in op.attributes:
-                vid[op.results[0]] = operands[0]
-                self.stale_copies.append(op)
                 continue
             facts = op_facts.get(name)
             if facts is None:

@@ -44,6 +44,7 @@ __all__ = [
     "detect_kind",
     "load",
     "make_context",
+    "name_buffer",
     "prepare_hlo_text",
     "print_module",
     "read_input",
@@ -200,7 +201,7 @@ def read_input(path: str, ctx: ir.Context) -> ir.Module:
     `-` reads stdin as bytes; errors then name the input `<stdin>`.
     """
     if path == "-":
-        return load(sys.stdin.buffer.read(), _STDIN_NAME, ctx)
+        return load(sys.stdin.buffer.read(), _STDIN_NAME, ctx, file="-")
     try:
         with open(path, "rb") as file:
             data = file.read()
@@ -245,9 +246,10 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
     """Load any supported input kind into `ctx` as a verified module.
 
     `path` only names the input in errors.  `file`, when `data` is that file's
-    contents, lets MLIR text be parsed from the file itself, so that its
-    locations name the file (`x.mlir:7:8`) and not the parser's anonymous
-    buffer (`-:7:8`).  With `hlo_sources`, ops read from HLO text keep their
+    contents (`-`: stdin's), makes the locations of MLIR text name the file
+    (`x.mlir:7:8`, `<stdin>:7:8`) and not the parser's anonymous buffer,
+    which MLIR calls `-`; without it they keep `-`, which reports show as
+    "line 7:8 of the parsed text" (`graph.location_text`).  With `hlo_sources`, ops read from HLO text keep their
     HLO instruction names and also carry the user's call stack from XLA's
     metadata as the name's child location
     (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).  Raises `InputError`.
@@ -267,8 +269,27 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
     if kind == MLIR_TEXT and text is not None:
         if file is not None and not data.startswith(b"\xef\xbb\xbf") and file != "-":
             return _parse_file(file, path, ctx)  # verified by the parse
-        return _parse(text, path, ctx, _text_locator)  # verified by the parse
-    raise InputError(path, _UNKNOWN_INPUT)
+        module = _parse(text, path, ctx, _text_locator)  # verified by the parse
+        if file is not None:
+            # Stdin, or a file MLIR's lexer cannot read itself (a byte-order
+            # mark): the text went through the anonymous buffer.
+            name_buffer(module, _STDIN_NAME if file == "-" else file)
+        return module
+    raise _not_an_input(data, path)
+
+
+def _not_an_input(data: bytes, path: str) -> InputError:
+    """Why `data` is no input: text in another encoding (Latin-1, say) is told apart from binary data."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        head = data[: error.start].decode("utf-8")
+        if head.strip() and not _CONTROL_CHARS.search(head):
+            line = head.count("\n") + 1
+            col = len(head) - (head.rfind("\n") + 1) + 1
+            return InputError(path, f"not UTF-8 text: byte 0x{data[error.start]:02x} is no UTF-8 character "
+                                    "(MLIR and HLO text are UTF-8)", line, col)
+    return InputError(path, _UNKNOWN_INPUT)
 
 
 # Bytes that never occur in MLIR or HLO text; they mark binary data even when
@@ -425,6 +446,60 @@ def _parse_file(file: str, path: str, ctx: ir.Context) -> ir.Module:
         except ir.MLIRError as error:
             diagnostics = _from_mlir_error(error) or collected
             raise _input_error(path, diagnostics, error.message, locate) from None
+
+
+def name_buffer(module: ir.Module, name: str) -> None:
+    """Make every location in the parser's anonymous buffer (`"-":7:8`) name `name` instead.
+
+    As MLIR's own tools name stdin `<stdin>`; positions elsewhere (another
+    file, a call site in the user's code) and names are kept.
+    """
+    from .importer import nested_ops  # lazy: the importer imports this module
+
+    with module.context:
+        renamed: dict[str, ir.Location | None] = {}
+
+        def rename(loc: ir.Location) -> ir.Location | None:
+            key = str(loc)
+            if '"-":' not in key:
+                return None
+            if key not in renamed:
+                renamed[key] = _renamed(loc, name)
+            return renamed[key]
+
+        ops = [module.operation, *nested_ops(module.operation)]
+        for op in ops:
+            new = rename(op.location)
+            if new is not None:
+                op.location = new
+            for region in op.regions:
+                for block in region.blocks:
+                    for arg in block.arguments:
+                        new = rename(arg.location)
+                        if new is not None:
+                            arg.set_location(new)
+
+
+def _renamed(loc: ir.Location, name: str) -> ir.Location | None:
+    """`loc` with the anonymous buffer renamed, or None when nothing in it names that buffer."""
+    if isinstance(loc, ir.FileLineColLoc):
+        if loc.filename != "-":
+            return None
+        return ir.Location.file(name, loc.start_line, loc.start_col, loc.end_line, loc.end_col)
+    if isinstance(loc, ir.NameLoc):
+        child = _renamed(loc.child_loc, name)
+        return None if child is None else ir.Location.name(loc.name_str, child)
+    if isinstance(loc, ir.CallSiteLoc):
+        callee, caller = _renamed(loc.callee, name), _renamed(loc.caller, name)
+        if callee is None and caller is None:
+            return None
+        return ir.Location.callsite(callee or loc.callee, [caller or loc.caller])
+    if isinstance(loc, ir.FusedLoc):
+        parts = [_renamed(part, name) for part in loc.locations]
+        if all(part is None for part in parts):
+            return None
+        return ir.Location.fused([new or old for new, old in zip(parts, loc.locations)], loc.metadata)
+    return None
 
 
 def _verified(module: ir.Module, path: str, locate: _Locator) -> ir.Module:

@@ -64,9 +64,8 @@ def write_output(path: str, data: bytes) -> None:
     if path == STDOUT:
         _write_stdout(data)
         return
-    target = os.path.realpath(path)  # through symlinks, so the link itself stays
     try:
-        st = os.stat(target)
+        st = os.stat(path)  # through symlinks
     except FileNotFoundError:
         st = None
     except OSError as e:
@@ -74,8 +73,11 @@ def write_output(path: str, data: bytes) -> None:
     if st is not None and not stat.S_ISREG(st.st_mode):
         if stat.S_ISDIR(st.st_mode):
             raise _fail(path, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
-        _write_in_place(path, target, data)
+        # Opened by the name given: /dev/stdout onto a pipe resolves to
+        # /proc/self/fd/1 -> "pipe:[N]", which names no file.
+        _write_in_place(path, path, data)
         return
+    target = os.path.realpath(path)  # through symlinks, so the link itself stays
     _replace(path, target, data, None if st is None else stat.S_IMODE(st.st_mode))
 
 

@@ -80,7 +80,7 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list
         _annotate_inlined_calls(g, a, h, cache)
         copies = _insert_copies(g, a, h, cache)
         _write_entry(op, g, a, h, cache)
-        erased = _fold_identical_clones(op, h)
+        erased = _fold_identical_clones(op, h, a)
     # A clone folded into an identical one took its copies with it.
     return [c for c in copies if g.instrs[c.edges[0].consumer].scope not in erased]
 
@@ -290,13 +290,15 @@ def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) 
             op.attributes["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())
 
 
-def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
+def _fold_identical_clones(module: ir.Operation, h: Handles, a: Assignment) -> set[str]:
     """Keep one function per distinct layout signature; return the clones folded away.
 
     Every call site got its own clone so each could take its own layouts.
-    Clones whose bodies came out identical are folded back together: the
-    original name stays with the first signature, the others are named
-    ``<f>.layout<k>`` so the reader sees that the layouts differ.
+    Clones whose bodies and parameter layouts came out identical are folded
+    back together: the original name stays with the first signature, the
+    others are named ``<f>.layout<k>`` so the reader sees that the layouts
+    differ.  The parameters' layouts are written nowhere in a body, and two
+    clones that copy differently laid out parameters to one layout print alike.
     """
     if not h.inlined:
         return set()
@@ -317,10 +319,11 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
         members = sorted(families[root], key=lambda n: n != root)
         if len(members) < 2:
             continue
-        reps: list[tuple[str, str]] = []  # (body text, representative)
+        reps: list[tuple[tuple[str, tuple], str]] = []  # ((body text, parameter layouts), representative)
         owner: dict[str, str] = {}
+        params = _parameter_layouts(funcs, set(members), h, a)
         for name in members:
-            text = _body_text(funcs[name])
+            text = (_body_text(funcs[name]), params.get(name, ()))
             rep = next((r for t, r in reps if t == text), None)
             if rep is None:
                 reps.append((text, name))
@@ -341,6 +344,21 @@ def _fold_identical_clones(module: ir.Operation, h: Handles) -> set[str]:
                 if callee in owner:
                     op.attributes["callee"] = ir.FlatSymbolRefAttr.get(new_name[owner[callee]])
     return erased
+
+
+def _parameter_layouts(funcs: dict[str, ir.Operation], names: set[str], h: Handles,
+                       a: Assignment) -> dict[str, tuple]:
+    """Each inlined clone's parameter layouts: its arguments show the call site's operands (``views``)."""
+    out: dict[str, list] = {}
+    for (vid, scope), shown in h.views.items():
+        if scope not in names:
+            continue
+        block = funcs[scope].regions[0].blocks[0]
+        lays = out.setdefault(scope, [None] * len(block.arguments))
+        for value in shown:
+            if isinstance(value, ir.BlockArgument) and value.owner == block:
+                lays[value.arg_number] = a.layouts[vid]
+    return {name: tuple(lays) for name, lays in out.items()}
 
 
 def _body_text(f: ir.Operation) -> str:

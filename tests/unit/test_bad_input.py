@@ -93,6 +93,12 @@ def test_binary_garbage(tmp_path):
     bad_input(tmp_path, "garbage.bin", data, r"not MLIR text, MLIR bytecode, HLO text or a jax\.export")
 
 
+def test_text_in_another_encoding_names_the_byte(tmp_path):
+    # Latin-1 "café" in a comment: text, yet not UTF-8; it used to read as binary garbage.
+    data = VALID.encode().replace(b"\n", b"\n// caf\xe9\n", 1)
+    bad_input(tmp_path, "latin1.mlir", data, r"not UTF-8 text: byte 0xe9 is no UTF-8 character", line_col=(2, 7))
+
+
 @pytest.mark.parametrize("keep", [4, 5, 8, 0.5, -1], ids=["magic", "magic+1", "8B", "half", "all-but-1"])
 def test_truncated_bytecode(tmp_path, keep):
     full = valid_bytecode()

@@ -156,3 +156,46 @@ def test_jax_export_shows_the_users_source_line(tmp_path: Path) -> None:
     subprocess.run([sys.executable, str(program)], check=True, env=ENV, capture_output=True)
     text = _tool("explain", str(tmp_path / "f.jexp")).stdout
     assert f"transpose at jit(f)/transpose ({program}:4:" in text
+
+
+def _fan_out(n: int) -> str:
+    """One pinned parameter read by ``n`` transposes whose results are summed in a chain of adds."""
+    lines = ["func.func public @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {"]
+    lines += [f"  %t{i} = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>"
+              for i in range(n)]
+    acc = "%t0"
+    for i in range(1, n):
+        lines.append(f"  %a{i} = stablehlo.add {acc}, %t{i} : tensor<8x4xf32>")
+        acc = f"%a{i}"
+    return "\n".join([*lines, f"  return {acc} : tensor<8x4xf32>", "}", ""])
+
+
+def test_consumer_chains_through_one_long_path_are_not_repeated(tmp_path: Path) -> None:
+    # Each transpose's demand runs through the rest of the add chain: printed in
+    # full for every consumer, the report grew with n squared (n = 3000: 1.7 GB of
+    # text, and --json was killed for memory).
+    n = 200
+    src = tmp_path / "fan.mlir"
+    src.write_text(_fan_out(n))
+    doc = json.loads(_tool("explain", "--json", str(src)).stdout)
+    jsonschema.validate(doc, SCHEMA)
+    (copy,) = doc["copies"]
+    consumers = copy["consumers"]
+    assert len(consumers) == n
+    assert sum(len(c["chain"]) for c in consumers) < 10 * n
+    assert consumers[0]["chain"] == copy["consumer_chain"] and "chain_continues" not in consumers[0]
+    for k, c in enumerate(consumers[1:], 1):
+        join = c["chain_continues"]
+        assert join["consumer"] < k and join["link"] < len(consumers[join["consumer"]]["chain"])
+    # Followed through its joins, every consumer's chain ends at the entry result.
+    k, start, links = n - 1, 0, []
+    while True:
+        links += consumers[k]["chain"][start:]
+        if "chain_continues" not in consumers[k]:
+            break
+        k, start = consumers[k]["chain_continues"]["consumer"], consumers[k]["chain_continues"]["link"]
+    assert len(links) == 2 + 2 * (n - 1) + 1
+    assert links[0]["subject"].startswith("operand 0 of stablehlo.transpose") and links[-1]["rule"] == "entry-result"
+    text = _tool("explain", "--no-fixes", str(src)).stdout
+    assert len(text.splitlines()) < 10 * n
+    assert "<- then as consumer 1's chain from its link 4: result of stablehlo.add" in text

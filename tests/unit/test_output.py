@@ -119,6 +119,18 @@ def test_character_device_is_written_in_place_not_replaced(tmp_path: Path, comma
     assert _temporaries(tmp_path) == []
 
 
+@pytest.mark.parametrize("command", [["assign", EXAMPLE, "-o"], ["explain", "--json", EXAMPLE, "-o"],
+                                     ["trace", EXAMPLE, "--html"]])
+def test_dev_stdout_onto_a_pipe_is_written_in_place(command: list[str]) -> None:
+    # capture_output makes stdout a pipe: /dev/stdout resolves to "pipe:[N]",
+    # which used to end in "cannot write output: no such file or directory".
+    if not os.path.exists("/dev/stdout"):
+        pytest.skip("no /dev/stdout here")
+    out = _tool(*command, "/dev/stdout")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout) > 100 and out.stderr == ""
+
+
 def test_full_device_is_one_line_and_exit_1(tmp_path: Path) -> None:
     full = _device(tmp_path, "full", 7)
     _one_line_error(_tool("assign", EXAMPLE, "-o", str(full)), str(full), "no space left on device")

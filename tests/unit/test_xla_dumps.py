@@ -121,6 +121,17 @@ def test_dump_folder_glob_and_files_give_one_report_per_module(dump: Path, tmp_p
     assert bad.returncode == 1 and "is a directory without XLA dumps" in bad.stderr and "Traceback" not in bad.stderr
 
 
+
+def test_the_bundled_dump_folder_is_a_dump_folder(tmp_path: Path) -> None:
+    # examples/xla_dump/ holds its pair renamed to the bare suffix; pointing the
+    # tool at the folder said "is a directory without XLA dumps".  Files that
+    # are no dumps (make.py, a README) are left out, as is the after dump.
+    folder = Path(__file__).resolve().parents[2] / "examples" / "xla_dump"
+    out = _tool("explain", "--target", "xla-cpu", str(folder))
+    assert out.returncode == 0, out.stderr
+    same = _tool("explain", "--target", "xla-cpu", str(folder / "before_layout-assignment.txt"))
+    assert out.stdout == same.stdout and "summary: 2 copies" in out.stdout
+
 TUPLE_ENTRY = """HloModule tup, entry_computation_layout={((f32[16,4]{1,0}, f32[4,16]{1,0}))->(f32[4,16]{1,0}, f32[16,4]{1,0})}
 
 ENTRY %main.3 (p: (f32[16,4], f32[4,16])) -> (f32[4,16], f32[16,4]) {
