@@ -152,6 +152,11 @@ class Engine:
         # Cross-module all-reduces on one channel agree on a layout; the first
         # one laid out decides, and the others follow from the next round on.
         self.channel_layouts: dict[int, L.Layout] = {}
+        # XLA 0.12+'s XLA:GPU (target.loop_state_from_caller): per loop
+        # computation, the buffers still unconstrained when its defaults began;
+        # per while, the carried slots whose layout its caller decides.
+        self.unconstrained_at_defaults: dict[int, set[int]] = {}
+        self.caller_decides: dict[int, list[int]] = {}
         self.added: list[Constraint] = []
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
@@ -743,6 +748,8 @@ class Engine:
         self.propagate()
         # 5. Defaults, one buffer at a time, each propagated before the next.
         bc = self.bc
+        if self.target.loop_state_from_caller and comp.kind in ("body", "cond"):
+            self.unconstrained_at_defaults[c] = {b for b in defaults if b not in bc}
         for b in defaults:
             if b in bc:
                 continue
@@ -752,6 +759,8 @@ class Engine:
                                    ("default-layout", v.producer, None))
             self.propagate()
         self._record_computation_layout(c)
+        if self.caller_decides:
+            self._push_loop_state_into_callees(specials)
         if not g.spmd:
             for iid in specials:
                 channel = g.instrs[iid].attrs.get("channel")
@@ -868,10 +877,12 @@ class Engine:
                 cdl.priority = prio + NUMBER_OF_ROUNDS
                 cdl.params_set = cdl.result_set = True
             origin = Origin("while-interface", ins.id)
-            for n, lay in enumerate(bl.results):
+            free = self._free_loop_slots(ins, n_carried) if self.target.loop_state_from_caller else []
+            results = [None if n in free else lay for n, lay in enumerate(bl.results)]
+            for n, lay in enumerate(results):
                 if lay is not None:
                     self.set_operand_layout(lay, ins.id, n, True, True, prio, origin)
-            self.set_instruction_layout(bl.results, ins.id, True, prio, origin)
+            self.set_instruction_layout(results, ins.id, True, prio, origin)
             self._constrain_captures(ins, origin)
         elif hlo in ("case", "if"):
             branches = ins.callees
@@ -892,6 +903,54 @@ class Engine:
             # Reducer-style regions work on scalars; their captures keep the
             # layout the region recorded.
             self._constrain_captures(ins, Origin("region-interface", ins.id))
+
+    def _free_loop_slots(self, ins: Instruction, n_carried: int) -> list[int]:
+        """XLA 0.12+'s XLA:GPU, first round: the carried slots nothing in the loop constrained.
+
+        A slot is free when its body parameter, its body result and its
+        condition parameter were all still unconstrained when the loop's
+        computations took their defaults; the caller then lays the slot out
+        (targets/xla_version.py, ``loop_state_from_caller``).
+        """
+        if self.round != 0:
+            return []
+        g = self.g
+        cond, body = ins.callees
+        body_free = self.unconstrained_at_defaults.get(body, set())
+        cond_free = self.unconstrained_at_defaults.get(cond, set())
+        body_params, cond_params = g.comps[body].params, g.comps[cond].params
+        body_results = g.instrs[g.comps[body].root].operands
+        free = []
+        for n in range(min(n_carried, len(body_params), len(body_results))):
+            pv = g.values[g.instrs[body_params[n]].results[0]]
+            if not pv.is_array or pv.rank <= 1:
+                continue
+            if pv.buffer not in body_free or g.values[body_results[n]].buffer not in body_free:
+                continue
+            if n < len(cond_params):
+                cv = g.values[g.instrs[cond_params[n]].results[0]]
+                if cv.buffer not in cond_free:
+                    continue
+            free.append(n)
+        if free:
+            self.caller_decides[ins.id] = free
+        return free
+
+    def _push_loop_state_into_callees(self, specials: list[int]) -> None:
+        """The layout the caller gave each free slot becomes the loop's interface for the next round."""
+        for iid in specials:
+            free = self.caller_decides.pop(iid, None)
+            if not free:
+                continue
+            cond, body = self.g.instrs[iid].callees
+            bl, cdl = self.comp_layouts[body], self.comp_layouts[cond]
+            for n in free:
+                lay = self._layout_of(self.leaves[iid][n])
+                if lay is None:
+                    continue
+                bl.params[n] = bl.results[n] = cdl.params[n] = lay
+            bl.priority = cdl.priority = self.current_priority + NUMBER_OF_ROUNDS
+            bl.params_set = bl.result_set = cdl.params_set = cdl.result_set = True
 
     def _constrain_captures(self, ins: Instruction, origin: Origin) -> None:
         """An outer value read inside a region must arrive in the region parameter's layout."""

@@ -31,6 +31,9 @@ class Target:
     # (``attrs["given_layout"]``, from ``result_layout``), as XLA:GPU's dot
     # rules read an HLO instruction's existing layout.
     reads_given_layouts = False
+    # XLA 0.12+'s XLA:GPU (targets/xla_version.py): a loop-carried value the
+    # body left to the default layout takes its layout from the caller.
+    loop_state_from_caller = False
 
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 # XLA 0.12 (jaxlib 0.12.0) lets a loop's demand on its initial values reach their producers first.
 LOOP_DEMANDS_FIRST_SINCE = (0, 12)
 
+# XLA 0.12's XLA:GPU lets the caller lay out loop state the body left unconstrained.
+LOOP_STATE_FROM_CALLER_SINCE = (0, 12)
+
 _LOOP_NOTE = ("XLA 0.12+ hands a loop's layout to the producers of its initial values before the backend's"
               " demands: a reshape there takes the loop's layout and stops being a bitcast")
 
@@ -36,6 +39,20 @@ def installed_xla() -> tuple[int, ...]:
 def loop_demands_first(xla: tuple[int, ...] | None = None) -> bool:
     """Whether ``xla`` (default: the installed one) propagates a while's operand demands before the backend's."""
     return (installed_xla() if xla is None else xla) >= LOOP_DEMANDS_FIRST_SINCE
+
+
+def loop_state_from_caller(xla: tuple[int, ...] | None = None) -> bool:
+    """Whether ``xla``'s XLA:GPU lets the caller lay out loop state that nothing in the loop constrains.
+
+    Observed on jaxlib 0.12.0.1's XLA:GPU and not on 0.10.2
+    (tests/unit/test_xla_gpu_loop_versions.py, docs/VERSIONS.md item 5): a
+    carried value whose body parameter, body result and condition parameter
+    all still lack a layout when the body's buffers take their defaults takes
+    the layout the caller gives the loop (a pinned result, else the initial
+    value), and the body is laid out again around it.  A body that constrains
+    the value (an FFT inside it) keeps deciding, as before.
+    """
+    return (installed_xla() if xla is None else xla) >= LOOP_STATE_FROM_CALLER_SINCE
 
 
 def propagate_loop_demands(engine: "Engine", comp: int) -> None:

@@ -96,7 +96,7 @@ def test_the_issue_cases_change_as_compiled(tmp_path):
 # demand reaches it through the copy of potrf's in-place operand; we let that
 # demand arrive first (see aliasing.py), as XLA:CPU's dumps show.
 KNOWN_GAPS_GPU = {"linalg_solve"}
-# XLA 0.12's XLA:GPU lays out a scan's loop state differently (docs/VERSIONS.md, item 5), not reproduced yet.
+# XLA 0.12's XLA:GPU lays out a scan's loop state differently (docs/VERSIONS.md, item 5): beyond its rule, not yet.
 if installed_xla() >= (0, 12):
     KNOWN_GAPS_GPU = KNOWN_GAPS_GPU | {"rnn_scan"}
 
