@@ -28,6 +28,8 @@ import traceback
 from collections import Counter
 from typing import Any
 
+from stablehlo_layout.aliasing import live_computations
+
 from .oracle import ELEMENT_BYTES, ArrayShape, HloModule, format_layout, instruction_names, leaves, parse_hlo, shape_at
 
 Key = tuple[str, tuple[int, ...]]
@@ -97,23 +99,10 @@ class OurSide:
         self.r = r
         self.g = r.graph
         self.xla = xla
-        self.live = self._live_comps()
+        self.live = live_computations(self.g)
         self.keys: dict[int, Key] = {}
         self._param_keys: dict[int, Key | None] = {}
         self._assign_keys()
-
-    def _live_comps(self) -> set[int]:
-        g = self.g
-        live = {g.entry}
-        stack = [g.entry]
-        while stack:
-            c = stack.pop()
-            for iid in g.comps[c].instrs:
-                for callee in g.instrs[iid].callees:
-                    if callee not in live:
-                        live.add(callee)
-                        stack.append(callee)
-        return live
 
     def xla_comp_of(self, cid: int) -> str | None:
         """The XLA computation our computation ``cid`` stands for."""

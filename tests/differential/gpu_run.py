@@ -196,12 +196,8 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
                  for c in r.get("xla_copy_info", []) if not c["matched"]]
     if unmatched:
         L.append("")
-        L.append(f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
-                 "layout, a lifetime copy XLA could avoid):")
-        for r, c in unmatched:
-            what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
-            L.append(f"  [{r['id']}] {what}, of {_opcode_of(r, c['src'])} {c['src']} ({c.get('why', '?')}): "
-                     f"{c['line'][:140]}")
+        from .run import unmatched_copy_lines
+        L.extend(unmatched_copy_lines(unmatched, lambda r, key: f"{_opcode_of(r, key)} {key}"))
     L.append("")
     L.append(f"first {show} differences (ours | XLA):")
     n = 0

@@ -308,6 +308,22 @@ def _pct(a: int, b: int) -> str:
     return f"{100.0 * a / b:.1f}%" if b else "n/a"
 
 
+
+def unmatched_copy_lines(unmatched: list[tuple[dict[str, Any], dict[str, Any]]],
+                         source: Any = None) -> list[str]:
+    """The report's list of XLA copies we do not make, one line each.
+
+    ``source(result, key)`` names the copied value (the GPU report adds its
+    opcode); by default the key alone.
+    """
+    out = [f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
+           "layout, one XLA could avoid):"]
+    for r, c in unmatched:
+        what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
+        src = source(r, c["src"]) if source else c["src"]
+        out.append(f"  [{r['id']}] {what}, of {src} ({c.get('why', '?')}): {c['line'][:140]}")
+    return out
+
 def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float | None = None) -> str:
     s = summarize(results)
     L: list[str] = []
@@ -357,11 +373,7 @@ def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float 
         L.append(f"  {len(items):5d} {progs:4d}  {key}{note}   e.g. {ex}")
     if unmatched:
         L.append("")
-        L.append(f"every XLA copy we do not make ({len(unmatched)}; 'no relayout': the copy keeps the "
-                 "layout, one XLA could avoid):")
-        for r, c in unmatched:
-            what = "no relayout" if c["src_layout"] == c["dst"] else f"relayout {c['src_layout']} -> {c['dst']}"
-            L.append(f"  [{r['id']}] {what}, of {c['src']} ({c.get('why', '?')}): {c['line'][:140]}")
+        L.extend(unmatched_copy_lines(unmatched))
     L.append("")
     L.append(f"first {show} differences:")
     n = 0
