@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import layout as L
 from .errors import InputError
-from .xla_gpu_compile import INSTALL_HINT, deviceless_device, plugin_available
+from .xla_gpu_compile import INSTALL_HINT, deviceless_device, plugin_available, plugin_version_mismatch
 
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
@@ -373,6 +373,9 @@ def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any,
     if not plugin_available():
         raise InputError("stablehlo-layout",
                          f"--as-compiled --target xla-gpu needs XLA:GPU's compiler: {GPU_EXTRA_HINT}")
+    mismatch = plugin_version_mismatch()
+    if mismatch:  # another XLA's compiler would answer for the wrong XLA
+        raise InputError("stablehlo-layout", mismatch)
     try:
         device = deviceless_device(gpu_config)
     except Exception as e:

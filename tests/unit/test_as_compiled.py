@@ -445,6 +445,20 @@ def test_gpu_without_the_plugin_says_what_to_install(user_export, monkeypatch, c
     assert "pip install 'stablehlo-layout[xla-gpu]'" in err
 
 
+
+def test_gpu_with_a_plugin_of_another_xla_is_refused_with_one_line(user_export, monkeypatch, capsys):
+    """--as-compiled checks the plugin's version as verify=True does: another XLA's layouts would be wrong."""
+    from stablehlo_layout import compile as compile_room
+
+    export, _ = user_export
+    monkeypatch.setattr(compile_room, "plugin_available", lambda: True)
+    line = "XLA:GPU's plugin jax-cuda12-pjrt 0.9.2 does not match jaxlib 0.10.2: pip install 'jax-cuda12-pjrt==0.10.2'"
+    monkeypatch.setattr(compile_room, "plugin_version_mismatch", lambda: line)
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", "a100", str(export))
+    assert code == 1
+    assert err.count("\n") == 1, err
+    assert line in err
+
 # -- the Python front door ---------------------------------------------------------------------------
 
 
