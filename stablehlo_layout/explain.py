@@ -727,17 +727,7 @@ def render_copy(r: CopyReport) -> str:
     if len(r.consumers) > 1:
         lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
                      "one copy serves them all")
-    if r.in_loop and r.bytes is None:
-        lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration")
-    elif r.in_loop:
-        if r.total_bytes is None:
-            lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)")
-        else:
-            trips = " x ".join(str(t) for t in r.loop_trips)
-            lines.append(f"  cost: {fmt_bytes(r.bytes)} per iteration x {trips} iterations = "
-                         f"{fmt_bytes(r.total_bytes)} per execution")
-    else:
-        lines.append(f"  cost: {fmt_bytes(r.bytes)} per execution")
+    lines.append(_cost_line(r))
     chains = r.chains()
     for k, (links, join) in enumerate(zip(chains, r.joins())):
         who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
@@ -769,6 +759,8 @@ def render_copy(r: CopyReport) -> str:
 def _cost_line(r: CopyReport) -> str:
     if not r.in_loop:
         return f"  cost: {fmt_bytes(r.bytes)} per execution"
+    if r.bytes is None:  # a dynamic shape: unknown per iteration, whatever the trip count
+        return f"  cost: {fmt_bytes(r.bytes)} per iteration"
     if r.total_bytes is None:
         return f"  cost: {fmt_bytes(r.bytes)} per iteration (inside a loop whose trip count is not static)"
     trips = " x ".join(str(t) for t in r.loop_trips)

@@ -429,7 +429,9 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             nbytes, total, trips, reason = report.bytes, report.total_bytes, report.loop_trips, report.reason
             text = report.explain()
         else:  # no explanation given: what the assignment alone tells
-            nbytes, total, trips, reason = value_bytes(v), None, [], source_rule(group.edges[0].demand)
+            # An in-place copy is filed by why XLA makes it, as explain files it, not by its layout's rule.
+            reason = "custom-call-in-place" if group.in_place else source_rule(group.edges[0].demand)
+            nbytes, total, trips = value_bytes(v), None, []
             text = W["no-explanation"]
         n, b, unknown = by_reason.get(reason, (0, 0, 0))
         # None: a dynamic shape's size, unknown until run time; no total counts it.

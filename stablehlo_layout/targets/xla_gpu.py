@@ -38,7 +38,7 @@ from ..errors import PassError
 from ..rules import OpRule, reduce_operand, rule_for
 from .base import Derived, Target
 from .gpu_config import GpuModel, load_gpu
-from .xla_version import loop_state_from_caller
+from . import xla_version
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
@@ -218,7 +218,11 @@ class XlaGpuTarget(Target):
     inline_calls = True  # XLA:GPU flattens the call graph before layout assignment
     uniform_rounds = True
     reads_given_layouts = True
-    loop_state_from_caller = loop_state_from_caller()
+
+    @property
+    def loop_state_from_caller(self) -> bool:
+        # Read when a pass runs, not at import: importing the targets reads no package metadata.
+        return xla_version.loop_state_from_caller()
 
     def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
                  force_conv_layout: str | None = None,

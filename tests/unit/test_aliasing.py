@@ -191,3 +191,15 @@ def test_the_differential_report_says_why_xla_made_each_copy():
         "in-place operand of @lapack_strsm_ffi (its output overwrites it)",
     ]
     assert all(w == "relayout" for w in whys if not w.startswith("in-place"))
+
+
+def test_an_in_place_copy_of_unknown_size_in_a_loop_costs_unknown_per_iteration() -> None:
+    """In-place and relayout copies share one cost line: a dynamic shape's bytes are unknown, trips or not."""
+    from types import SimpleNamespace
+
+    from stablehlo_layout.explain import _cost_line
+
+    r = SimpleNamespace(in_loop=True, bytes=None, total_bytes=None, loop_trips=[4])
+    line = _cost_line(r)
+    assert line.startswith("  cost: ") and line.endswith(" per iteration"), line
+    assert "trip count" not in line
