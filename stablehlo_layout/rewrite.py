@@ -314,6 +314,8 @@ def _fold_identical_clones(module: ir.Operation, h: Handles, a: Assignment) -> s
         if name == root or name in h.inlined:
             families[root].append(name)
     erased: set[str] = set()
+    # One pass over the call-site views for every family that could fold.
+    params = _parameter_layouts(funcs, {n for ms in families.values() if len(ms) > 1 for n in ms}, h, a)
     # Callees before callers: a caller's text then already names folded callees.
     for root in sorted(families, key=lambda r: -max(depth.get(n, 0) for n in families[r])):
         members = sorted(families[root], key=lambda n: n != root)
@@ -321,7 +323,6 @@ def _fold_identical_clones(module: ir.Operation, h: Handles, a: Assignment) -> s
             continue
         reps: list[tuple[tuple[str, tuple], str]] = []  # ((body text, parameter layouts), representative)
         owner: dict[str, str] = {}
-        params = _parameter_layouts(funcs, set(members), h, a)
         for name in members:
             text = (_body_text(funcs[name]), params.get(name, ()))
             rep = next((r for t, r in reps if t == text), None)
