@@ -31,10 +31,11 @@ def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
     """The core's view of ``g``; ``rules`` (per instruction, the target's) say which ops are whiles."""
     assert g.entry is not None
     values, instrs, comps = g.values, g.instrs, g.comps
-    elements = [() if e is None else e for e in _field("elements", values)]
+    given = _field("elements", values)  # None for an array value, its leaves for a tuple
+    elements = [() if e is None else e for e in given]
     return _core.Index(
         _field("producer", values),
-        [e is not None for e in _field("elements", values)],
+        [e is not None for e in given],
         list(map(bool, _field("uses", values))),  # captures count: the importer records them as uses
         *_rows(elements),
         _field("comp", instrs),

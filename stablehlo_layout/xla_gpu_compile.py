@@ -28,7 +28,10 @@ from .errors import PassError
 Layout = tuple[int, ...]
 
 # XLA:GPU's compiler comes as a JAX plugin; either CUDA major version's works deviceless.
-PLUGIN_MODULES = ("jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
+# Each plugin module with the distributions that carry it; both must be of jaxlib's own version.
+PLUGIN_DISTRIBUTIONS = {"jax_plugins.xla_cuda12": ("jax-cuda12-pjrt", "jax-cuda12-plugin"),
+                        "jax_plugins.xla_cuda13": ("jax-cuda13-pjrt", "jax-cuda13-plugin")}
+PLUGIN_MODULES = tuple(PLUGIN_DISTRIBUTIONS)
 INSTALL_HINT = ("pip install 'stablehlo-layout[xla-gpu]' (jax-cuda12-plugin and jax-cuda12-pjrt of the "
                 "installed jaxlib's version; the gpu-oracle test extra is the same)")
 
@@ -65,11 +68,6 @@ def plugin_available() -> bool:
         except ModuleNotFoundError:  # not even the jax_plugins namespace is there
             return False
     return False
-
-
-# The distributions that carry each plugin module; both must be of jaxlib's own version.
-PLUGIN_DISTRIBUTIONS = {"jax_plugins.xla_cuda12": ("jax-cuda12-pjrt", "jax-cuda12-plugin"),
-                        "jax_plugins.xla_cuda13": ("jax-cuda13-pjrt", "jax-cuda13-plugin")}
 
 
 def plugin_version_mismatch() -> str:
