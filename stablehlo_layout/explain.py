@@ -288,15 +288,7 @@ def link_of(g: Graph, f: Origin) -> Link:
 
 def chain(g: Graph, c: Constraint | None, sources: Mapping[str, Source] | None = None) -> list[Link]:
     """The constraint and its ancestors, from ``c`` back to the source."""
-    out: list[Link] = []
-    node = c.origin if c is not None else None
-    while node is not None:
-        link = link_of(g, node)
-        if sources:
-            link.source = sources.get(_subject_location(g, node))
-        out.append(link)
-        node = node.parent
-    return out
+    return shared_chains(g, [c], sources)[0][0]
 
 
 def shared_chains(g: Graph, demands: Sequence[Constraint | None], sources: Mapping[str, Source] | None = None
