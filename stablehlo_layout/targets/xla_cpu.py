@@ -157,7 +157,8 @@ class XlaCpuTarget(Target):
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
-            hlo = view.rule(iid).hlo
+            rule = view.rule(iid)
+            hlo = rule.hlo
             if hlo in _KERNEL_OPS or hlo == "custom_call":
                 if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
                     why = Origin("target:cpu-row-major-kernel", ins.id, None,
@@ -184,7 +185,7 @@ class XlaCpuTarget(Target):
                                  f"the {hlo} dimension {dim} must be most major")
                     plan.append(Demand.on_results(iid, [lay], why))
                 continue
-            if view.rule(iid).tuple_operand:
+            if rule.tuple_operand:
                 continue  # the operands are one HLO tuple, not arrays
             # Rank-0 operands have nothing to choose; forwarded ones are the result.
             forwarded = len(ins.results) if view.forwards(iid) else 0

@@ -149,3 +149,12 @@ def test_every_hook_of_the_base_target_takes_no_engine():
     for name, fn in vars(Target).items():
         if callable(fn) and not name.startswith("_"):
             assert "engine" not in inspect.signature(fn).parameters, name
+
+
+def test_the_fast_constructors_fill_every_field_in_order():
+    # demands._made sets the slots in this order; a field added or moved must be added there too.
+    assert [f.name for f in dataclasses.fields(Demand)] == [
+        "kind", "target", "operand", "layout", "layouts", "slots", "mandatory", "dfs", "priority", "origin"]
+    why = Origin("target:x", 3)
+    assert Demand.on_buffer(7, COL, why, False, True, 5) == Demand("buffer", 7, -1, COL, (), (), False, True, 5, why)
+    assert Demand.on_operand(3, 1, COL, why, True, False) == Demand("operand", 3, 1, COL, (), (), True, False, None, why)
