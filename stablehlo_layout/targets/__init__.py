@@ -165,8 +165,14 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
     g = view.graph
     if d.kind not in KINDS:
         raise bad(f"kind {d.kind!r} is none of {', '.join(KINDS)}")
-    if not isinstance(d.origin, Origin):
-        raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.constraints.Origin, not {d.origin!r}")
+    # An Origin, or the raw (rule, instr, parent, note) a built-in target's demands carry
+    # (a user target that extends one passes those on); results need the Origin itself.
+    o = d.origin
+    if not isinstance(o, Origin) and (
+            d.kind == RESULTS or not (isinstance(o, tuple) and len(o) == 4 and isinstance(o[0], str)
+                                      and (o[1] is None or type(o[1]) is int)
+                                      and (o[2] is None or isinstance(o[2], Origin)) and isinstance(o[3], str))):
+        raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.constraints.Origin, not {o!r}")
     if d.priority is not None and not isinstance(d.priority, int):
         raise bad(f"priority {d.priority!r} is not an integer (or None for the round's)")
 
