@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from . import layout as L
 from .constraints import (
@@ -34,11 +34,13 @@ from .constraints import (
     ResultConstraint,
     as_origin,
 )
+from .demands import BUFFER, FREE_OPERANDS, OPERAND, RESULTS, Demand
 from .errors import PassError
 from .graph import Graph, Instruction, Value, shape_text
 from .index import build_index
 from .options import check_entry_mode
 from .rules import OpRule, dfs_for
+from .target_view import TargetView
 
 if TYPE_CHECKING:
     from .targets.base import Target
@@ -162,7 +164,7 @@ class Engine:
         self.comp = -1
         # Per-instruction facts the hot loops read, computed once.
         self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
-        self.memo: dict[str, object] = {}  # per-run caches for targets
+        self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
         self.index = build_index(graph, self.rules)
         # XLA's shape indices: per instruction, its results with tuples flattened
@@ -467,6 +469,38 @@ class Engine:
                 self.set_operand_layout(lay, iid, n, mandatory, True, priority, Origin(
                     "same-layout-operand", iid, origin if origin.kind else None, origin.note))
 
+    # -- the target's demands (targets/base.py, demands.py) ------------------
+    def _view_for_target(self) -> TargetView:
+        view = self.target_view
+        if view is None:
+            view = self.target_view = TargetView(self.g, self.rules, self.leaves, self.op_values, self.forwarding,
+                                                 self.index.post_order, self.given_params)
+        view._at(self.current_priority, self.bc, self.oc)
+        return view
+
+    def apply_demands(self, demands: Iterable[Demand]) -> None:
+        """Apply a target's demands in the order given, through XLA's overwrite rules.
+
+        Each demand is applied before the next one is asked for, so a target
+        that reads the constraint store (``TargetView``) sees what its earlier
+        demands set, as XLA's backends do between their Set*Layout calls.
+        """
+        current = self.current_priority
+        for d in demands:
+            kind = d.kind
+            priority = current if d.priority is None else d.priority
+            if kind == FREE_OPERANDS:
+                self.demand_operands(d.target, d.slots, priority, d.origin)  # type: ignore[arg-type]
+            elif kind == OPERAND:
+                self.set_operand_layout(d.layout, d.target, d.operand, d.mandatory, d.dfs, priority,  # type: ignore[arg-type]
+                                        d.origin)  # type: ignore[arg-type]
+            elif kind == RESULTS:
+                self.set_instruction_layout(d.layouts, d.target, d.mandatory, priority, d.origin)  # type: ignore[arg-type]
+            elif kind == BUFFER:
+                self.set_buffer_layout(d.layout, d.target, d.mandatory, d.dfs, priority, d.origin)  # type: ignore[arg-type]
+            else:
+                raise PassError(f"internal: a demand of unknown kind {kind!r}")
+
     # -- the worklist --------------------------------------------------------
     def propagate(self) -> None:
         """Drain the worklist.  The buffer propagator's common steps are written
@@ -740,7 +774,7 @@ class Engine:
             if is_entry:
                 self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
-        self.target.add_backend_constraints(self, c)
+        self.apply_demands(self.target.backend_demands(self._view_for_target(), c))
         for iid in specials:
             ins = g.instrs[iid]
             if "operand_layouts" in ins.attrs:

@@ -2,28 +2,29 @@
 
     stablehlo-layout assign --target examples/targets/column_major_dots.py:ColumnMajorDots INPUT
 
-It keeps every XLA base rule and adds one demand, with its own provenance
-name so ``explain`` can say where the resulting copies come from.
+It keeps every XLA base rule and adds one demand per matrix operand of a
+dot, with its own provenance name so ``explain`` can say where the
+resulting copies come from.  It reads the program through the view it is
+given and returns demands; the engine applies them.
 """
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from stablehlo_layout.constraints import Origin
-from stablehlo_layout.rules import rule_for
+from stablehlo_layout.demands import Demand
+from stablehlo_layout.target_view import TargetView
 from stablehlo_layout.targets import Target
 
 
 class ColumnMajorDots(Target):
     name = "column-major-dots"
 
-    def add_backend_constraints(self, engine, comp: int) -> None:
-        g = engine.g
-        for iid in g.comps[comp].instrs:
-            ins = g.instrs[iid]
-            if rule_for(ins.op).hlo not in ("dot", "dot_general"):
-                continue
-            why = Origin("target:column-major-dots", iid, None, "this backend's GEMM reads column-major")
-            for n, vid in enumerate(ins.operands):
-                v = g.values[vid]
-                if v.is_array and v.rank == 2:
-                    engine.set_operand_layout((0, 1), iid, n, True, True, engine.current_priority, why)
+    def backend_demands(self, view: TargetView, comp: int) -> Iterator[Demand]:
+        for iid in view.graph.comps[comp].instrs:
+            if view.rule(iid).hlo in ("dot", "dot_general"):
+                why = Origin("target:column-major-dots", iid, None, "this backend's GEMM reads column-major")
+                for n, v in enumerate(view.operand_values(iid)):
+                    if v.is_array and v.rank == 2:
+                        yield Demand.on_operand(iid, n, (0, 1), why)

@@ -1,4 +1,4 @@
-"""Backend targets: small objects that add constraints and may refine rules.
+"""Backend targets: small objects that return layout demands and may refine rules.
 
 A target is chosen by name (``generic``, ``xla-cpu``, ``xla-gpu``), by a
 file and class (``path/to/my_target.py:MyTarget``), or by the name of an
@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
+from .. import layout as L
+from ..constraints import Origin
+from ..demands import BUFFER, FREE_OPERANDS, KINDS, OPERAND, RESULTS, Demand
 from ..errors import OptionError, PassError, UserTargetError
+from ..graph import shape_text
 from .base import Target
 from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
@@ -67,8 +72,13 @@ def _class_from_file(name: str, path: str, cls_name: str) -> type:
     return cls
 
 
+if TYPE_CHECKING:
+    from ..target_view import TargetView
+
 # The hooks the engine calls on a target (the methods of ``Target``).
 _HOOKS = tuple(k for k, v in vars(Target).items() if callable(v) and not k.startswith("_"))
+# The hook that let a target call into the engine, gone since targets return demands.
+_OLD_HOOK = "add_backend_constraints"
 
 
 def _guard_hooks(target: Target, name: str) -> Target:
@@ -83,6 +93,9 @@ def _guard_hooks(target: Target, name: str) -> Target:
         if owner is None or owner.__module__.startswith("stablehlo_layout."):
             continue
         method = getattr(target, hook)
+        if hook == "backend_demands":
+            setattr(target, hook, _guarded_demands(method, name))
+            continue
 
         def guarded(*args: object, _method=method, _hook=hook, **kwargs: object) -> object:
             try:
@@ -97,9 +110,133 @@ def _guard_hooks(target: Target, name: str) -> Target:
     return target
 
 
+def _guarded_demands(method: Callable[["TargetView", int], Iterable[Demand]],
+                     name: str) -> Callable[["TargetView", int], Iterator[Demand]]:
+    """A user target's ``backend_demands``, failing in one line and handing on only well-formed demands.
+
+    The hook may be a generator: its own code runs while the engine iterates,
+    so the guard covers each step of the iteration, not only the call.  The
+    engine applies a demand before it asks for the next one (the generator
+    stays suspended meanwhile), so an error of the engine's own is not
+    blamed on the target.
+    """
+    hook = "backend_demands"
+
+    def failed(e: BaseException) -> UserTargetError:
+        return UserTargetError(f"target {name!r}: its hook {hook} raised {type(e).__name__}"
+                               f"{': ' + str(e) if str(e) else ''}", e)
+
+    def guarded(view: "TargetView", comp: int) -> Iterator[Demand]:
+        try:
+            demands = method(view, comp)
+            if demands is None:
+                raise TypeError("it returned None, not Demand objects (return an empty tuple for none)")
+            it = iter(demands)
+        except (UserTargetError, KeyboardInterrupt):
+            raise
+        except BaseException as e:
+            raise failed(e) from e
+        while True:
+            try:
+                d = next(it)
+            except StopIteration:
+                return
+            except (UserTargetError, KeyboardInterrupt):
+                raise
+            except BaseException as e:
+                raise failed(e) from e
+            yield _checked_demand(d, view, name)
+
+    return guarded
+
+
+def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
+    """The demand with its layouts interned, or one UserTargetError saying what is wrong with it.
+
+    The engine trusts the built-in targets' demands; a user target's are
+    checked here, so a wrong one names the target, not the input.
+    """
+    def bad(why: str) -> UserTargetError:
+        e = ValueError(why)
+        return UserTargetError(f"target {name!r}: its hook backend_demands made a bad demand: {why}", e)
+
+    if not isinstance(d, Demand):
+        raise bad(f"{d!r} is not a stablehlo_layout.demands.Demand")
+    g = view.graph
+    if d.kind not in KINDS:
+        raise bad(f"kind {d.kind!r} is none of {', '.join(KINDS)}")
+    # An Origin, or the raw (rule, instr, parent, note) a built-in target's demands carry
+    # (a user target that extends one passes those on); results need the Origin itself.
+    o = d.origin
+    if not isinstance(o, Origin) and (
+            d.kind == RESULTS or not (isinstance(o, tuple) and len(o) == 4 and isinstance(o[0], str)
+                                      and (o[1] is None or type(o[1]) is int)
+                                      and (o[2] is None or isinstance(o[2], Origin)) and isinstance(o[3], str))):
+        raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.constraints.Origin, not {o!r}")
+    if d.priority is not None and not isinstance(d.priority, int):
+        raise bad(f"priority {d.priority!r} is not an integer (or None for the round's)")
+
+    def layout_for(v, lay: object, what: str) -> L.Layout:
+        if not (isinstance(lay, (tuple, list)) and all(type(x) is int for x in lay)
+                and sorted(lay) == list(range(v.rank))):
+            raise bad(f"layout {lay!r} for {what} is not a permutation of the {v.rank} dimensions of {shape_text(v)}")
+        return L.intern(lay)
+
+    def operand(n: int) -> object:
+        ovs = view.operand_values(d.target)
+        if not (isinstance(n, int) and 0 <= n < len(ovs)):
+            raise bad(f"{where} has no operand {n!r}")
+        return ovs[n]
+
+    if d.kind == BUFFER:
+        if not (isinstance(d.target, int) and 0 <= d.target < len(g.values)):
+            raise bad(f"there is no value {d.target!r}")
+        v = g.values[d.target]
+        if not v.is_array or v.buffer != v.id:
+            raise bad(f"value {d.target} ({shape_text(v)}) is not an array buffer of its own; demand its "
+                      f"buffer {v.buffer} or the operand that reads it")
+        return Demand.on_buffer(d.target, layout_for(v, d.layout, f"value {d.target}"), d.origin,
+                                bool(d.mandatory), bool(d.dfs), d.priority)
+    if not (isinstance(d.target, int) and 0 <= d.target < len(g.instrs)) or g.instrs[d.target].op == "root":
+        raise bad(f"there is no instruction {d.target!r} to demand of")
+    where = f"instruction {d.target} ({g.instrs[d.target].op})"
+    if d.kind == OPERAND:
+        v = operand(d.operand)
+        return Demand.on_operand(d.target, d.operand, layout_for(v, d.layout, f"operand {d.operand} of {where}"), d.origin,
+                                 bool(d.mandatory), bool(d.dfs), d.priority)
+    if d.kind == RESULTS:
+        leaves = view.leaves(d.target)
+        if len(d.layouts) > len(leaves):
+            raise bad(f"{len(d.layouts)} result layouts for {where}, which has {len(leaves)} results")
+        if not d.dfs:
+            raise bad("a results demand is always depth-first (XLA's SetInstructionLayout)")
+        lays = tuple(None if lay is None else layout_for(g.values[r], lay, f"result {i} of {where}")
+                     for i, (r, lay) in enumerate(zip(leaves, d.layouts)))
+        return Demand.on_results(d.target, lays, d.origin, bool(d.mandatory), d.priority)
+    assert d.kind == FREE_OPERANDS
+    if not (d.mandatory and d.dfs):
+        raise bad("a free-operands demand is always mandatory and depth-first")
+    slots = []
+    forwarded = len(g.instrs[d.target].results) if view.forwards(d.target) else 0
+    for slot in d.slots:
+        if not (isinstance(slot, tuple) and len(slot) == 2):
+            raise bad(f"slot {slot!r} is not an (operand number, layout) pair")
+        n, lay = slot
+        v = operand(n)
+        if not v.is_array or v.rank == 0 or n < forwarded:
+            raise bad(f"operand {n} of {where} ({shape_text(v)}) has no layout to choose")
+        slots.append((n, layout_for(v, lay, f"operand {n} of {where}")))
+    return Demand.on_free_operands(d.target, tuple(slots), d.origin, d.priority)
+
+
 def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> Target:
     if not (isinstance(cls, type) and issubclass(cls, Target)):
         raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
+    old = next((k for k in cls.__mro__ if _OLD_HOOK in vars(k)), None)
+    if old is not None:
+        raise UserTargetError(f"target {name!r}: {old.__name__}.{_OLD_HOOK}(engine, comp) is no longer called; "
+                              "a target returns Demand objects from backend_demands(view, comp) instead "
+                              "(README: Targets)", TypeError(f"{old.__qualname__}.{_OLD_HOOK} is obsolete"))
     if gpu is not None and not issubclass(cls, XlaGpuTarget):
         raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
                           f"--target xla-gpu, not to target {name!r}")

@@ -1,15 +1,22 @@
-"""What a target can do: add constraints and refine the per-op derivations."""
+"""What a target can do: demand layouts and refine the per-op derivations.
+
+A target never calls into the engine.  Its demands are data
+(``demands.Demand``) made from a read-only view of the program
+(``target_view.TargetView``); the engine applies them.  Its other hooks
+answer questions about one instruction or value.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from .. import layout as L
 from ..rules import OpRule, rule_for
 
 if TYPE_CHECKING:
+    from ..demands import Demand
     from ..graph import Graph, Instruction, Value
-    from ..propagation import Engine
+    from ..target_view import TargetView
 
 # A derived layout and the name of the rule that derived it (for provenance).
 Derived = tuple[L.Layout, str]
@@ -40,8 +47,16 @@ class Target:
         InstructionCanChangeLayoutInstance and friends)."""
         return rule_for(ins.op)
 
-    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
-        """Add the backend's demands for computation ``comp`` (XLA's AddBackendConstraints)."""
+    def backend_demands(self, view: "TargetView", comp: int) -> Iterable["Demand"]:
+        """The backend's demands on computation ``comp`` (XLA's AddBackendConstraints).
+
+        Called once per computation per round, after the mandatory
+        constraints and before the worklist runs.  The engine applies each
+        demand before it asks for the next, so a generator that reads
+        ``view.operand_constraint`` / ``buffer_constraint`` sees what its
+        earlier demands set.
+        """
+        return ()
 
     def operand_from_output(self, g: "Graph", ins: "Instruction", n: int,
                             output: L.Layout, rule: OpRule) -> Derived | None:

@@ -10,17 +10,19 @@ whatever a layout-constrained custom call or an entry pin demands later.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import itertools
+from typing import TYPE_CHECKING, Iterable
 
 from .. import layout as L
 from ..constraints import Origin
+from ..demands import Demand
 from ..rules import rule_for
 from .base import Target
 from .xla_version import loop_demands_first, propagate_loop_demands
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
-    from ..propagation import Engine
+    from ..target_view import TargetView
 
 # Eigen wants 16-byte aligned tensors; XLA's CPU allocator aligns a buffer to
 # the smallest power of two covering it, capped at 16.
@@ -140,37 +142,39 @@ class XlaCpuTarget(Target):
         return [iid for iid in instrs if iid not in marked] + late
 
     # -- the hook ------------------------------------------------------------
-    def _plan(self, engine: "Engine", comp: int) -> list[tuple[int, str, Origin | None, Any, Any]]:
-        """What the backend demands of the instructions of ``comp``; the same in every round."""
-        plans = engine.memo.setdefault("xla-cpu-plan", {})
-        plan = plans.get(comp)  # type: ignore[union-attr]
+    def _plan(self, view: "TargetView", comp: int) -> list[Demand]:
+        """What the backend demands of the instructions of ``comp``: the same in
+        every round (each at the round's priority), so made once per run."""
+        plans = view.cache("xla-cpu-plan")
+        plan = plans.get(comp)
         if plan is not None:
-            return plan  # type: ignore[return-value]
-        g = engine.g
+            return plan
+        g = view.graph
         values = g.values
         plan = []
-        shared: dict[tuple, tuple] = engine.memo.setdefault("xla-cpu-slots", {})  # type: ignore[assignment]
+        shared = view.cache("xla-cpu-slots")
         for iid in self.list_order(g, comp):
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
-            hlo = engine.rules[iid].hlo
+            rule = view.rule(iid)
+            hlo = rule.hlo
             if hlo in _KERNEL_OPS or hlo == "custom_call":
                 if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
                     why = Origin("target:cpu-row-major-kernel", ins.id, None,
                                  f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
                     results = [L.default_layout(values[r].rank) if values[r].is_array else None
-                               for r in engine.leaves[ins.id]]
-                    operands = [(n, L.default_layout(values[v].rank)) for n, v in enumerate(ins.operands)
-                                if values[v].is_array]
-                    plan.append((iid, "row-major", why, results, operands))
+                               for r in view.leaves(ins.id)]
+                    plan.append(Demand.on_results(iid, results, why))
+                    plan.extend(Demand.on_operand(iid, n, L.default_layout(values[v].rank), why)
+                                for n, v in enumerate(ins.operands) if values[v].is_array)
                     continue
                 col = self.column_major_operand(g, ins)
                 if col is not None:
                     v = values[ins.operands[col]]
                     why = Origin("target:cpu-column-major-constant", ins.id, None,
                                  "a vector·matrix dot reads its constant matrix column-major")
-                    plan.append((iid, "column-major", why, col, L.intern(range(v.rank))))
+                    plan.append(Demand.on_operand(iid, col, L.intern(range(v.rank)), why))
                     continue
             if hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
                 r = values[ins.results[0]]
@@ -179,13 +183,13 @@ class XlaCpuTarget(Target):
                     lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
                     why = Origin("target:cpu-collective-dim-major", ins.id, None,
                                  f"the {hlo} dimension {dim} must be most major")
-                    plan.append((iid, "collective", why, lay, None))
+                    plan.append(Demand.on_results(iid, [lay], why))
                 continue
-            if engine.rules[iid].tuple_operand:
+            if rule.tuple_operand:
                 continue  # the operands are one HLO tuple, not arrays
             # Rank-0 operands have nothing to choose; forwarded ones are the result.
-            forwarded = len(ins.results) if engine.forwarding[iid] else 0
-            ovs = engine.op_values[iid]
+            forwarded = len(ins.results) if view.forwards(iid) else 0
+            ovs = view.operand_values(iid)
             operands: tuple = ()
             for n in range(forwarded, len(ins.operands)):
                 ov = ovs[n]
@@ -194,23 +198,15 @@ class XlaCpuTarget(Target):
             if operands:
                 # A large module has a few dozen distinct slot lists: keep one of each.
                 note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
-                plan.append((iid, "catch-all", None, shared.setdefault(operands, operands), note))
-        plans[comp] = plan  # type: ignore[index]
+                # Every operand nothing constrained yet is read row-major.
+                plan.append(Demand.on_free_operands(iid, shared.setdefault(operands, operands),
+                                                    ("target:cpu-row-major-operand", iid, None, note)))
+        plans[comp] = plan
         return plan
 
-    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
+    def backend_demands(self, view: "TargetView", comp: int) -> Iterable[Demand]:
+        plan = self._plan(view, comp)
         if loop_demands_first():
-            propagate_loop_demands(engine, comp)
-        prio = engine.current_priority
-        for iid, kind, why, a, b in self._plan(engine, comp):
-            if kind == "catch-all":  # a: (operand, layout) slots, b: the note
-                # Every operand nothing constrained yet is read row-major.
-                engine.demand_operands(iid, a, prio, ("target:cpu-row-major-operand", iid, None, b))
-            elif kind == "row-major":  # a: result layouts, b: (operand, layout) pairs
-                engine.set_instruction_layout(a, iid, True, prio, why)
-                for n, lay in b:
-                    engine.set_operand_layout(lay, iid, n, True, True, prio, why)
-            elif kind == "column-major":  # a: the operand, b: its layout
-                engine.set_operand_layout(b, iid, a, True, True, prio, why)
-            else:  # collective; a: the result layout
-                engine.set_instruction_layout([a], iid, True, prio, why)
+            # Applied before the plan: they read the store as the earlier steps left it.
+            return itertools.chain(propagate_loop_demands(view, comp), plan)
+        return plan

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from .. import layout as L
 from ..constraints import Origin
+from ..demands import Demand
 from ..errors import PassError
 from ..rules import OpRule, reduce_operand, rule_for
 from .base import Derived, Target
@@ -42,7 +43,7 @@ from . import xla_version
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
-    from ..propagation import Engine
+    from ..target_view import TargetView
 
 # Custom-call targets XLA:GPU knows by name.
 _TOPK = "__gpu$TopK"
@@ -85,6 +86,12 @@ _BINARY_ELEMENTWISE = set("""
 add and atan2 compare complex divide maximum minimum multiply or power remainder
 shift_left shift_right_arithmetic shift_right_logical subtract xor
 """.split())
+
+
+def _operand(layout: L.Layout, iid: int, n: int, why: Origin, mandatory: bool = True,
+             dfs: bool = True) -> Demand:
+    """XLA's SetOperandLayout as a demand (arguments in XLA's order: layout first)."""
+    return Demand.on_operand(iid, n, layout, why, mandatory, dfs)
 
 
 def _short(op: str) -> str:
@@ -315,19 +322,18 @@ class XlaGpuTarget(Target):
         return self.given_layout(g, vid) or L.default_layout(g.values[vid].rank)
 
     # -- helpers to set constraints ---------------------------------------------
-    def _set_instruction(self, engine: "Engine", iid: int, layouts: list[L.Layout | None],
-                         why: Origin) -> None:
+    def _set_instruction(self, view: "TargetView", iid: int, layouts: list[L.Layout | None],
+                         why: Origin) -> Iterator[Demand]:
         """XLA's SetInstructionLayout (mandatory, dfs).
 
         For an op that cannot change layout and has one array result, XLA
         also pins every operand of that rank to the same layout.
         """
-        g = engine.g
+        g = view.graph
         ins = g.instrs[iid]
-        rule = engine.rule(iid)
-        prio = engine.current_priority
-        engine.set_instruction_layout(layouts, iid, True, prio, why)
-        leaves = engine.leaves[iid]
+        rule = view.rule(iid)
+        yield Demand.on_results(iid, layouts, why)
+        leaves = view.leaves(iid)
         if rule.can_change or rule.tuple_operand or len(leaves) != 1 or layouts[0] is None:
             return
         out = g.values[leaves[0]]
@@ -336,96 +342,91 @@ class XlaGpuTarget(Target):
         for n, vid in enumerate(ins.operands):
             v = g.values[vid]
             if v.is_array and v.rank == out.rank:
-                engine.set_operand_layout(layouts[0], iid, n, True, True, prio, why)
+                yield Demand.on_operand(iid, n, layouts[0], why)
 
-    def _default_results(self, engine: "Engine", iid: int, why: Origin) -> None:
-        g = engine.g
-        self._set_instruction(engine, iid, [L.default_layout(g.values[r].rank) if g.values[r].is_array else None
-                                            for r in engine.leaves[iid]], why)
-
-    def _set_operand(self, engine: "Engine", layout: L.Layout, iid: int, n: int, why: Origin,
-                     mandatory: bool = True, dfs: bool = True) -> None:
-        engine.set_operand_layout(layout, iid, n, mandatory, dfs, engine.current_priority, why)
+    def _default_results(self, view: "TargetView", iid: int, why: Origin) -> Iterator[Demand]:
+        g = view.graph
+        return self._set_instruction(view, iid, [L.default_layout(g.values[r].rank) if g.values[r].is_array else None
+                                                 for r in view.leaves(iid)], why)
 
     # -- the hook ---------------------------------------------------------------
-    def add_backend_constraints(self, engine: "Engine", comp: int) -> None:
-        g = engine.g
+    def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
+        g = view.graph
         # Reverse post-order: users before producers, so a dot sees the
         # operand constraints its users already placed on it.
-        for iid in reversed(engine.post_order(comp)):
+        for iid in reversed(view.post_order(comp)):
             ins = g.instrs[iid]
             if ins.op in ("parameter", "root"):
                 continue
-            hlo = engine.rule(iid).hlo
+            hlo = view.rule(iid).hlo
             target = ins.attrs.get("target") if hlo == "custom_call" else None
             if target in _CUBLAS:
                 raise PassError(f"custom_call @{target} is a rewritten gemm; XLA:GPU rewrites "
                                 "gemms only after layout assignment", ins.loc)
             if target is not None and target.startswith(_CUDNN_CONV_PREFIX):
-                self._cudnn_conv(engine, ins, target)
+                yield from self._cudnn_conv(view, ins, target)
             # XLA rewrites every convolution cuDNN can run into a cuDNN custom
             # call before this pass; on raw StableHLO the same heuristic
             # applies to the convolution itself, as a forward convolution.  A
             # convolution an XLA:GPU dump still holds is one cuDNN cannot run,
             # and XLA:GPU places no constraint on it.
             elif hlo == "convolution" and "conv" in ins.attrs and not ins.attrs.get("not_cudnn"):
-                self._convolution(engine, ins)
+                yield from self._convolution(view, ins)
             elif hlo in _DOTS and "lhs_batch" in ins.attrs:
-                self._dot(engine, ins)
+                yield from self._dot(view, ins)
             elif hlo == "ragged-dot":
                 why = Origin("target:gpu-ragged-dot", iid, None, "ragged dots read and write the default layout")
                 for n in (0, 1):
                     v = g.values[ins.operands[n]]
                     if v.is_array:
-                        self._set_operand(engine, L.default_layout(v.rank), iid, n, why)
-                self._default_results(engine, iid, why)
+                        yield _operand(L.default_layout(v.rank), iid, n, why)
+                yield from self._default_results(view, iid, why)
             elif hlo == "transpose":
-                self._transpose_of_dot(engine, ins)
+                yield from self._transpose_of_dot(view, ins)
             elif hlo == "fft":
                 why = Origin("target:gpu-fft-default", iid, None, "cuFFT needs dimension 0 most major")
                 v = g.values[ins.operands[0]]
-                self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
-                self._default_results(engine, iid, why)
+                yield _operand(L.default_layout(v.rank), iid, 0, why)
+                yield from self._default_results(view, iid, why)
             elif (hlo == "sort" or target in _CUB_SORT) and g.values[ins.operands[0]].rank > 1:
-                self._sort(engine, ins)
+                yield from self._sort(view, ins)
             elif target == _TOPK or hlo == "topk":
                 # chlo.top_k becomes either the TopK custom call or a sort
                 # before XLA:GPU lays it out; both end in default layouts.
                 why = Origin("target:gpu-topk-default", iid, None, "the TopK kernel writes the default layout")
                 rank = g.values[ins.operands[0]].rank
-                for r in engine.leaves[iid][:2]:
+                for r in view.leaves(iid)[:2]:
                     if g.values[r].is_array and g.values[r].buffer == r:
-                        engine.set_buffer_layout(L.default_layout(rank), r, True, True,
-                                                 engine.current_priority, why)
+                        yield Demand.on_buffer(r, L.default_layout(rank), why)
             elif hlo == "bitcast_convert":
-                self._bitcast_convert(engine, ins)
+                yield from self._bitcast_convert(view, ins)
             elif hlo == "triangular_solve":
                 why = Origin("target:gpu-triangular-solve-fortran", iid, None,
                              "the solver reads the two minor dimensions column-major")
                 for n in (0, 1):
-                    self._set_operand(engine, _fortran(g.values[ins.operands[n]].rank), iid, n, why)
-                self._set_instruction(engine, iid, [_fortran(g.values[ins.results[0]].rank)], why)
+                    yield _operand(_fortran(g.values[ins.operands[n]].rank), iid, n, why)
+                yield from self._set_instruction(view, iid, [_fortran(g.values[ins.results[0]].rank)], why)
             # cholesky: XLA:GPU has no rule of its own (it cannot change layout
             # in the base pass, and GPU rewrites it earlier).
             elif hlo in ("reduce_scatter", "all_gather") or (
-                    hlo == "all_to_all" and len(engine.leaves[iid]) == 1):
+                    hlo == "all_to_all" and len(view.leaves(iid)) == 1):
                 if "dim" in ins.attrs:
-                    self._collective_dim_major(engine, ins, ins.attrs["dim"], hlo)
+                    yield from self._collective_dim_major(view, ins, ins.attrs["dim"], hlo)
             elif target == _RAGGED_ALL_TO_ALL:
-                self._collective_dim_major(engine, ins, 0, "ragged-all-to-all")
+                yield from self._collective_dim_major(view, ins, 0, "ragged-all-to-all")
             # send: the engine already reads what send transfers in the default
             # layout (XLA's pre-pass copy, constrained by GPU to the default
             # on both sides); the GPU rule would add nothing.
             elif hlo == "recv":
-                self._default_results(engine, iid, Origin("target:gpu-recv-default", iid, None,
+                yield from self._default_results(view, iid, Origin("target:gpu-recv-default", iid, None,
                                                           "received buffers use the default layout"))
             elif target in _MEMORY_PLACEMENT:
                 why = Origin("target:gpu-host-memory-default", iid, None,
                              "host memory buffers keep the default layout (no transposes on host)")
                 v = g.values[ins.operands[0]] if ins.operands else None
                 if v is not None and v.is_array:
-                    self._set_operand(engine, L.default_layout(v.rank), iid, 0, why)
-                self._default_results(engine, iid, why)
+                    yield _operand(L.default_layout(v.rank), iid, 0, why)
+                yield from self._default_results(view, iid, why)
             # Host-thread async-start / async-done: StableHLO has no async ops
             # with an execution thread, so that rule has nothing to match.
 
@@ -474,18 +475,18 @@ class XlaGpuTarget(Target):
         return fmt, {"input": L.from_major_to_minor(data_in), "filter": L.from_major_to_minor(filt),
                      "output": L.from_major_to_minor(data_out)}
 
-    def _convolution(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
+    def _convolution(self, view: "TargetView", ins: "Instruction") -> Iterator[Demand]:
+        g = view.graph
         inp = g.values[ins.operands[0]]
         out = g.values[ins.results[0]]
         fmt, lay = self.conv_layouts(ins.attrs["conv"], inp.element, out.rank)
         why = Origin("target:gpu-conv-layout", ins.id, None,
                      f"cuDNN runs this {inp.element} convolution as {fmt} on {self.gpu.name}")
-        self._set_operand(engine, lay["input"], ins.id, 0, why)
-        self._set_operand(engine, lay["filter"], ins.id, 1, why)
-        engine.set_instruction_layout([lay["output"]], ins.id, True, engine.current_priority, why)
+        yield _operand(lay["input"], ins.id, 0, why)
+        yield _operand(lay["filter"], ins.id, 1, why)
+        yield Demand.on_results(ins.id, [lay["output"]], why)
 
-    def _cudnn_conv(self, engine: "Engine", ins: "Instruction", target: str) -> None:
+    def _cudnn_conv(self, view: "TargetView", ins: "Instruction", target: str) -> Iterator[Demand]:
         """XLA's AddBackendConstraintsToDnnConvCustomCall.
 
         The heuristic reads the element type of operand 0 and the rank of
@@ -493,14 +494,14 @@ class XlaGpuTarget(Target):
         roles; a fused convolution's side input (operand 3) and a graph
         convolution's non-scalar extra operands follow the output.
         """
-        g = engine.g
+        g = view.graph
         roles = _CUDNN_CONV_ROLES.get(target)
         if roles is None:
             raise PassError(f"custom_call @{target}: not a cuDNN convolution kind XLA:GPU knows", ins.loc)
         if "conv" not in ins.attrs:
             raise PassError(f"custom_call @{target} carries no dimension numbers (dim_labels); give the "
                             "tool XLA's HLO dump itself, where they are written", ins.loc)
-        leaves = engine.leaves[ins.id]
+        leaves = view.leaves(ins.id)
         if len(ins.operands) < 2 or not leaves:
             raise PassError(f"custom_call @{target} needs two operands and a result", ins.loc)
         lhs = g.values[ins.operands[0]]
@@ -508,10 +509,10 @@ class XlaGpuTarget(Target):
         fmt, lay = self.conv_layouts(ins.attrs["conv"], lhs.element, result.rank)
         why = Origin("target:gpu-cudnn-conv-layout", ins.id, None,
                      f"cuDNN runs this {lhs.element} {target[len('__cudnn$'):]} as {fmt} on {self.gpu.name}")
-        self._set_operand(engine, lay[roles[0]], ins.id, 0, why)
-        self._set_operand(engine, lay[roles[1]], ins.id, 1, why)
+        yield _operand(lay[roles[0]], ins.id, 0, why)
+        yield _operand(lay[roles[1]], ins.id, 1, why)
         if result.is_array and result.buffer == result.id:
-            engine.set_buffer_layout(lay[roles[2]], result.id, True, True, engine.current_priority, why)
+            yield Demand.on_buffer(result.id, lay[roles[2]], why)
         extra = range(2, len(ins.operands))
         if target == "__cudnn$convBiasActivationForward":
             extra = range(3, 4) if len(ins.operands) == 4 else range(0)
@@ -522,7 +523,7 @@ class XlaGpuTarget(Target):
         for n in extra:
             v = g.values[ins.operands[n]]
             if v.is_array and v.rank > 0:
-                self._set_operand(engine, lay["output"], ins.id, n, why)
+                yield _operand(lay["output"], ins.id, n, why)
 
     # -- dot ------------------------------------------------------------------------
     @staticmethod
@@ -563,42 +564,42 @@ class XlaGpuTarget(Target):
             return any(self._is_packed(g, o, seen) for o in ins.operands)
         return False
 
-    def _chain_ends_with_auto(self, engine: "Engine", vid: int) -> bool:
+    def _chain_ends_with_auto(self, view: "TargetView", vid: int) -> bool:
         """XLA's ChainEndsWithAutoLayout: up through unary elementwise ops,
         transposes and reshapes (and into any concatenate operand) to an entry
         parameter whose layout nobody gave."""
-        g = engine.g
+        g = view.graph
         ins = g.instrs[g.values[vid].producer]
         if ins.comp != g.entry:
             return False
         while ins.op not in ("parameter", "root") and ins.operands and (
                 (_short(ins.op) in _UNARY_ELEMENTWISE and len(ins.operands) == 1)
-                or engine.rule(ins.id).hlo in ("transpose", "reshape")):
+                or view.rule(ins.id).hlo in ("transpose", "reshape")):
             ins = g.instrs[g.values[ins.operands[0]].producer]
         if ins.op == "parameter":
             params = g.comps[g.entry].params  # type: ignore[index]
             if ins.id not in params:
                 return False
             p = params.index(ins.id)
-            return p < len(engine.given_params) and engine.given_params[p] is None
-        if engine.rule(ins.id).hlo == "concatenate":
-            return any(self._chain_ends_with_auto(engine, o) for o in ins.operands)
+            return p < len(view.given_params) and view.given_params[p] is None
+        if view.rule(ins.id).hlo == "concatenate":
+            return any(self._chain_ends_with_auto(view, o) for o in ins.operands)
         return False
 
-    def _dot_operand(self, engine: "Engine", ins: "Instruction", n: int, v: "Value",
+    def _dot_operand(self, view: "TargetView", ins: "Instruction", n: int, v: "Value",
                      batch: Sequence[int], rows: Sequence[int], cols: Sequence[int],
-                     mandatory: bool, why: Origin) -> None:
+                     mandatory: bool, why: Origin) -> Iterator[Demand]:
         """XLA's SetDotOperandLayout: the existing layout, else the default,
         else [batch, rows, cols] major to minor."""
-        for lay in (self.existing_layout(engine.g, v.id), L.default_layout(v.rank)):
+        for lay in (self.existing_layout(view.graph, v.id), L.default_layout(v.rank)):
             if matrix_layout_ok(lay, v.element, batch, rows, cols):
-                self._set_operand(engine, lay, ins.id, n, why, mandatory, True)
+                yield _operand(lay, ins.id, n, why, mandatory, True)
                 return
         forced = L.from_major_to_minor([*batch, *rows, *cols])
-        self._set_operand(engine, forced, ins.id, n, why, mandatory, mandatory)
+        yield _operand(forced, ins.id, n, why, mandatory, mandatory)
 
-    def _dot(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
+    def _dot(self, view: "TargetView", ins: "Instruction") -> Iterator[Demand]:
+        g = view.graph
         sides = self._dot_sides(g, ins)
         lhs, rhs = sides[0][1], sides[1][1]
         out = g.values[ins.results[0]]
@@ -616,41 +617,40 @@ class XlaGpuTarget(Target):
                 lay = self.existing_layout(g, v.id)
                 k = len(contracting)
                 if all(d in contracting for d in lay[:k]) and matrix_layout_ok(lay, v.element, batch, free, contracting):
-                    self._set_operand(engine, lay, ins.id, n, why)
+                    yield _operand(lay, ins.id, n, why)
                 else:
-                    self._set_operand(engine, L.from_major_to_minor([*batch, *free, *contracting]), ins.id, n, why)
+                    yield _operand(L.from_major_to_minor([*batch, *free, *contracting]), ins.id, n, why)
             elif batch or len(contracting) > 1 or len(free) > 1:
                 why = Origin("target:gpu-dot-operand", ins.id, None,
                              "cuBLAS needs batch, contracting and free dimensions each contiguous, "
                              "batch not most minor")
-                self._dot_operand(engine, ins, n, v, batch, contracting, free, True, why)
-            elif self._chain_ends_with_auto(engine, v.id):
+                yield from self._dot_operand(view, ins, n, v, batch, contracting, free, True, why)
+            elif self._chain_ends_with_auto(view, v.id):
                 why = Origin("target:gpu-dot-auto-layout", ins.id, None,
                              "a matrix read from a free entry parameter: suggest a layout cuBLAS takes")
-                self._dot_operand(engine, ins, n, v, batch, contracting, free, False, why)
+                yield from self._dot_operand(view, ins, n, v, batch, contracting, free, False, why)
         (_, _, lb, _, lnc), (_, _, _, _, rnc) = sides
         if lb or len(lnc) > 1 or len(rnc) > 1:
             # A layout a user already asked for, if cuBLAS can write it.
             for user, i in out.uses:
                 if g.instrs[user].op == "root":
                     continue
-                c = engine.oc.get((user, i))
+                c = view.operand_constraint(user, i)
                 if c is not None and self.dot_supports(g, ins, c.layout):
                     why = Origin("target:gpu-dot-output", ins.id, None,
                                  "the dot writes the layout its user asked for")
-                    engine.set_instruction_layout([c.layout], ins.id, True, engine.current_priority, why)
+                    yield Demand.on_results(ins.id, [c.layout], why)
                     return
             why = Origin("target:gpu-dot-output", ins.id, None,
                          "a batched or multi-dimensional dot writes the default layout")
-            engine.set_instruction_layout([L.default_layout(out.rank)], ins.id, True,
-                                          engine.current_priority, why)
+            yield Demand.on_results(ins.id, [L.default_layout(out.rank)], why)
 
-    def _transpose_of_dot(self, engine: "Engine", ins: "Instruction") -> None:
+    def _transpose_of_dot(self, view: "TargetView", ins: "Instruction") -> Iterator[Demand]:
         """Make a transpose of a single-use dot a bitcast to a default-layout result."""
-        g = engine.g
+        g = view.graph
         v = g.values[ins.operands[0]]
         dot = g.instrs[v.producer]
-        if dot.op in ("parameter", "root") or engine.rule(dot.id).hlo not in _DOTS or "lhs_batch" not in dot.attrs:
+        if dot.op in ("parameter", "root") or view.rule(dot.id).hlo not in _DOTS or "lhs_batch" not in dot.attrs:
             return
         if len({user for user, _ in v.uses}) > 1:
             return
@@ -658,26 +658,26 @@ class XlaGpuTarget(Target):
         if self.dot_supports(g, dot, lay):
             why = Origin("target:gpu-transpose-of-dot", ins.id, None,
                          "the dot writes a layout that makes this transpose a bitcast")
-            self._set_operand(engine, lay, ins.id, 0, why)
+            yield _operand(lay, ins.id, 0, why)
 
     # -- the rest ---------------------------------------------------------------------
-    def _sort(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
+    def _sort(self, view: "TargetView", ins: "Instruction") -> Iterator[Demand]:
+        g = view.graph
         why = Origin("target:gpu-sort-default", ins.id, None,
                      "the GPU sort reads and writes every array in the default layout")
         keys = L.default_layout(g.values[ins.operands[0]].rank)
-        leaves = engine.leaves[ins.id]
+        leaves = view.leaves(ins.id)
         for n, vid in enumerate(ins.operands):
             v = g.values[vid]
             if v.is_array and v.rank == len(keys):
-                self._set_operand(engine, keys, ins.id, n, why)
+                yield _operand(keys, ins.id, n, why)
             if n < len(leaves):
                 r = g.values[leaves[n]]
                 if r.is_array and r.buffer == r.id and r.rank == len(keys):
-                    engine.set_buffer_layout(keys, r.id, True, True, engine.current_priority, why)
+                    yield Demand.on_buffer(r.id, keys, why)
 
-    def _bitcast_convert(self, engine: "Engine", ins: "Instruction") -> None:
-        g = engine.g
+    def _bitcast_convert(self, view: "TargetView", ins: "Instruction") -> Iterator[Demand]:
+        g = view.graph
         op = g.values[ins.operands[0]]
         out = g.values[ins.results[0]]
         if op.rank == out.rank or not (op.is_array and out.is_array):
@@ -688,16 +688,16 @@ class XlaGpuTarget(Target):
         op_lay, out_lay = (big, small) if larger is op else (small, big)
         why = Origin("target:gpu-bitcast-convert-rank-change", ins.id, None,
                      "the split or merged element dimension is most minor, so the convert is a bitcast")
-        self._set_operand(engine, op_lay, ins.id, 0, why)
-        engine.set_instruction_layout([out_lay], ins.id, True, engine.current_priority, why)
+        yield _operand(op_lay, ins.id, 0, why)
+        yield Demand.on_results(ins.id, [out_lay], why)
 
-    def _collective_dim_major(self, engine: "Engine", ins: "Instruction", dim: int, what: str) -> None:
-        g = engine.g
+    def _collective_dim_major(self, view: "TargetView", ins: "Instruction", dim: int, what: str) -> Iterator[Demand]:
+        g = view.graph
         why = Origin("target:gpu-collective-dim-major", ins.id, None,
                      f"XLA:GPU runs {what} only with dimension {dim} most major")
         layouts: list[L.Layout | None] = []
-        for r in engine.leaves[ins.id]:
+        for r in view.leaves(ins.id):
             v = g.values[r]
             layouts.append(_move_dim_to_major(self.existing_layout(g, r), dim)
                            if v.is_array and dim < v.rank else None)
-        self._set_instruction(engine, ins.id, layouts, why)
+        yield from self._set_instruction(view, ins.id, layouts, why)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ..constraints import Origin
+from ..demands import Demand
 
 if TYPE_CHECKING:
-    from ..propagation import Engine
+    from ..target_view import TargetView
 
 # XLA 0.12 (jaxlib 0.12.0) lets a loop's demand on its initial values reach their producers first.
 LOOP_DEMANDS_FIRST_SINCE = (0, 12)
@@ -55,7 +56,7 @@ def loop_state_from_caller(xla: tuple[int, ...] | None = None) -> bool:
     return (installed_xla() if xla is None else xla) >= LOOP_STATE_FROM_CALLER_SINCE
 
 
-def propagate_loop_demands(engine: "Engine", comp: int) -> None:
+def propagate_loop_demands(view: "TargetView", comp: int) -> Iterator[Demand]:
     """XLA 0.12+: each while's demand on its initial values goes to their producers now, before the backend rules.
 
     Observed on jaxlib 0.12.0.1's XLA:CPU and not on 0.10.2 or 0.11.2 (the
@@ -70,20 +71,20 @@ def propagate_loop_demands(engine: "Engine", comp: int) -> None:
     mandatory, depth-first, at the loop's priority, refused by a buffer that
     already holds a layout at that priority.
     """
-    g = engine.g
+    g = view.graph
     for iid in g.comps[comp].instrs:
-        if engine.rules[iid].hlo != "while":
+        if view.rule(iid).hlo != "while":
             continue
         for n, vid in enumerate(g.instrs[iid].operands):
-            c = engine.oc.get((iid, n))
+            c = view.operand_constraint(iid, n)
             v = g.values[vid]
             if c is None or not v.is_array or v.rank <= 1:
                 continue
             buf = v.buffer
-            cur = engine.bc.get(buf)
+            cur = view.buffer_constraint(buf)
             if cur is not None and c.priority <= cur.priority and (cur.dfs or cur.layout != c.layout):
                 continue
             producer = g.values[buf].producer
-            engine.set_buffer_layout(c.layout, buf, False, True, c.priority,
-                                     Origin("target:xla-0.12-loop-demand-first", producer, c.origin
-                                            if isinstance(c.origin, Origin) else None, _LOOP_NOTE))
+            yield Demand.on_buffer(buf, c.layout, Origin("target:xla-0.12-loop-demand-first", producer, c.origin
+                                                         if isinstance(c.origin, Origin) else None, _LOOP_NOTE),
+                                   mandatory=False, priority=c.priority)

@@ -24,8 +24,14 @@ from stablehlo_layout.targets import Target, XlaCpuTarget
 
 
 class Raises(Target):
-    def add_backend_constraints(self, engine, comp):
+    def backend_demands(self, view, comp):
         raise ValueError("no dots today")
+
+
+class RaisesLater(Target):
+    def backend_demands(self, view, comp):
+        yield from ()
+        raise ValueError("a generator fails while the engine iterates it")
 
 
 class Exits(Target):
@@ -53,7 +59,8 @@ def targets(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("command", ["assign", "explain", "trace"])
 @pytest.mark.parametrize("cls, hook, error", [
-    ("Raises", "add_backend_constraints", "ValueError: no dots today"),
+    ("Raises", "backend_demands", "ValueError: no dots today"),
+    ("RaisesLater", "backend_demands", "ValueError: a generator fails while the engine iterates it"),
     ("Exits", "rule", "SystemExit: 3"),
     ("DerivedFromCpu", "operand_from_output", "KeyError: 'operand'"),
 ])
@@ -72,8 +79,8 @@ def test_debug_flag_and_environment_show_the_traceback(targets: Path) -> None:
                 _run("assign", "--target", f"{targets}:Raises", str(EXAMPLE), env={"STABLEHLO_LAYOUT_DEBUG": "1"})):
         assert out.returncode == 1
         assert "Traceback (most recent call last)" in out.stderr
-        assert f'File "{targets}", line 7, in add_backend_constraints' in out.stderr
-        assert out.stderr.rstrip().splitlines()[-1].endswith("hook add_backend_constraints raised ValueError: "
+        assert f'File "{targets}", line 7, in backend_demands' in out.stderr
+        assert out.stderr.rstrip().splitlines()[-1].endswith("hook backend_demands raised ValueError: "
                                                             "no dots today")
 
 
@@ -82,3 +89,81 @@ def test_built_in_targets_are_not_wrapped() -> None:
 
     target, _ = get_target("xla-cpu")
     assert target.rule.__func__ is XlaCpuTarget.rule  # no guard on our own hooks' hot path
+
+
+# Demands a user target gets wrong; each run must fail in one line that names the target.
+BAD_DEMANDS = '''\
+from stablehlo_layout.constraints import Origin
+from stablehlo_layout.demands import Demand
+from stablehlo_layout.targets import Target
+
+
+def dots(view, comp):
+    return [i for i in view.graph.comps[comp].instrs if view.rule(i).hlo == "dot_general"]
+
+
+class NotADemand(Target):
+    def backend_demands(self, view, comp):
+        return [("operand", d, 0, (0, 1)) for d in dots(view, comp)]
+
+
+class WrongRank(Target):
+    def backend_demands(self, view, comp):
+        return [Demand.on_operand(d, 0, (0, 1, 2), Origin("target:mine", d)) for d in dots(view, comp)]
+
+
+class NotAPermutation(Target):
+    def backend_demands(self, view, comp):
+        return [Demand.on_operand(d, 1, (0, 0), Origin("target:mine", d)) for d in dots(view, comp)]
+
+
+class NoSuchOperand(Target):
+    def backend_demands(self, view, comp):
+        return [Demand.on_operand(d, 5, (0, 1), Origin("target:mine", d)) for d in dots(view, comp)]
+
+
+class NoOrigin(Target):
+    def backend_demands(self, view, comp):
+        return [Demand.on_operand(d, 0, (0, 1), None) for d in dots(view, comp)]
+
+
+class ReturnsNone(Target):
+    def backend_demands(self, view, comp):
+        pass
+
+
+class OldHook(Target):
+    def add_backend_constraints(self, engine, comp):
+        pass
+'''
+DOT = """
+func.func public @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x2xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("cls, words", [
+    ("NotADemand", "is not a stablehlo_layout.demands.Demand"),
+    ("WrongRank", "layout (0, 1, 2) for operand 0 of instruction 2 (stablehlo.dot_general) is not a permutation "
+                  "of the 2 dimensions of f32[2,3]"),
+    ("NotAPermutation", "layout (0, 0) for operand 1 of instruction 2 (stablehlo.dot_general) is not a "
+                        "permutation of the 2 dimensions of f32[3,2]"),
+    ("NoSuchOperand", "has no operand 5"),
+    ("NoOrigin", "origin must be a stablehlo_layout.constraints.Origin"),
+    ("ReturnsNone", "hook backend_demands raised TypeError: it returned None"),
+    ("OldHook", "OldHook.add_backend_constraints(engine, comp) is no longer called; a target returns Demand "
+                "objects from backend_demands(view, comp) instead"),
+])
+def test_a_bad_demand_is_one_line_naming_the_target(tmp_path: Path, cls: str, words: str) -> None:
+    path = tmp_path / "bad_demands.py"
+    path.write_text(BAD_DEMANDS)
+    dot = tmp_path / "dot.mlir"
+    dot.write_text(DOT)
+    out = _run("assign", "--target", f"{path}:{cls}", str(dot))
+    assert out.returncode == 1, out
+    assert out.stdout == ""
+    assert out.stderr.count("\n") == 1, out.stderr
+    assert f"target '{path}:{cls}'" in out.stderr and words in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
