@@ -159,6 +159,8 @@ class Engine:
         # per while, the carried slots whose layout its caller decides.
         self.unconstrained_at_defaults: dict[int, set[int]] = {}
         self.caller_decides: dict[int, list[int]] = {}
+        # Per loop condition, its body and the slots the caller left to the body.
+        self.cond_follows_body: dict[int, tuple[int, list[int]]] = {}
         self.added: list[Constraint] = []
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
@@ -719,6 +721,8 @@ class Engine:
         is_entry = comp.is_entry
         params_fixed = (is_entry and any(x is not None for x in cl.params + cl.results)) or (
             not is_entry and c not in self.conditional_mismatch and cl.params_set)
+        if self.cond_follows_body:
+            self._cond_follows_body(c, cl)
         param_layouts = dict(zip(comp.params, cl.params))
         for iid in specials:
             ins = g.instrs[iid]
@@ -780,9 +784,11 @@ class Engine:
             if "operand_layouts" in ins.attrs:
                 self._constrain_custom_call(ins)
         self.propagate()
+        if self.caller_decides:
+            self._loop_state_from_initial_values(specials)
         # 5. Defaults, one buffer at a time, each propagated before the next.
         bc = self.bc
-        if self.target.loop_state_from_caller and comp.kind in ("body", "cond"):
+        if self.target.loop_state_from_caller and (comp.kind in ("body", "cond") or self.caller_decides):
             self.unconstrained_at_defaults[c] = {b for b in defaults if b not in bc}
         for b in defaults:
             if b in bc:
@@ -970,21 +976,74 @@ class Engine:
             self.caller_decides[ins.id] = free
         return free
 
+    def _loop_state_from_initial_values(self, specials: list[int]) -> None:
+        """XLA 0.12+'s XLA:GPU, first round: a free slot nobody asked for takes its initial value's layout.
+
+        Before the caller's defaults, each loop (in instruction order) hands
+        the layout of an initial value that holds one to the matching result
+        that holds none, non-mandatorily, so that the layout carries on to
+        what reads the loop's result (a second loop included).  A demand on
+        the result, already propagated, wins over it.
+        """
+        g, bc = self.g, self.bc
+        for iid in specials:
+            free = self.caller_decides.get(iid)
+            if not free:
+                continue
+            ins = g.instrs[iid]
+            for n in free:
+                result = g.values[self.leaves[iid][n]].buffer
+                init = bc.get(g.values[ins.operands[n]].buffer)
+                if result in bc or init is None:
+                    continue
+                self.set_buffer_layout(init.layout, result, False, True, self.current_priority,
+                                       Origin("loop-state-from-initial-value", iid, init.origin
+                                              if isinstance(init.origin, Origin) else None,
+                                              f"carried value {n} of the loop"))
+                self.propagate()
+
     def _push_loop_state_into_callees(self, specials: list[int]) -> None:
-        """The layout the caller gave each free slot becomes the loop's interface for the next round."""
+        """The layout the caller chose for each free slot becomes the loop's interface for the next round.
+
+        The caller chooses only where it constrained the slot before its
+        defaults: a demand on the loop's result first, else the initial
+        value's layout.  A slot neither constrains stays free, and the body
+        lays it out again next round, around the slots the caller did choose.
+        """
+        g = self.g
+        unconstrained = self.unconstrained_at_defaults.get(self.comp, set())
         for iid in specials:
             free = self.caller_decides.pop(iid, None)
             if not free:
                 continue
-            cond, body = self.g.instrs[iid].callees
+            ins = g.instrs[iid]
+            cond, body = ins.callees
             bl, cdl = self.comp_layouts[body], self.comp_layouts[cond]
             for n in free:
-                lay = self._layout_of(self.leaves[iid][n])
-                if lay is None:
-                    continue
+                result = g.values[self.leaves[iid][n]].buffer
+                initial = g.values[ins.operands[n]].buffer
+                if result not in unconstrained:
+                    lay = self._layout_of(result)
+                elif initial not in unconstrained:
+                    lay = self._layout_of(initial)
+                else:
+                    lay = None
+                    self.cond_follows_body.setdefault(cond, (body, []))[1].append(n)
                 bl.params[n] = bl.results[n] = cdl.params[n] = lay
             bl.priority = cdl.priority = self.current_priority + NUMBER_OF_ROUNDS
             bl.params_set = bl.result_set = cdl.params_set = cdl.result_set = True
+
+    def _cond_follows_body(self, c: int, cl: ComputationLayout) -> None:
+        """A slot the caller left to the body: the condition reads it as the body laid it out this round."""
+        follow = self.cond_follows_body.pop(c, None)
+        if follow is None:
+            return
+        body, slots = follow
+        if self.comp_order.index(body) > self.comp_order.index(c):
+            return  # the body comes later this round; the loop's interface aligns them next round
+        bl = self.comp_layouts[body]
+        for n in slots:
+            cl.params[n] = bl.params[n]
 
     def _constrain_captures(self, ins: Instruction, origin: Origin) -> None:
         """An outer value read inside a region must arrive in the region parameter's layout."""

@@ -49,8 +49,11 @@ def loop_state_from_caller(xla: tuple[int, ...] | None = None) -> bool:
     (tests/unit/test_xla_gpu_loop_versions.py, docs/VERSIONS.md item 5): a
     carried value whose body parameter, body result and condition parameter
     all still lack a layout when the body's buffers take their defaults takes
-    the layout the caller gives the loop (a pinned result, else the initial
-    value), and the body is laid out again around it.  A body that constrains
+    the layout the caller gives the loop (a demand on the loop's result, else
+    the initial value's layout, which the result then carries), and the body
+    is laid out again around it; a slot the caller leaves unconstrained too
+    is laid out by the body in the next round
+    (tests/unit/test_xla_gpu_loop_state_versions.py).  A body that constrains
     the value (an FFT inside it) keeps deciding, as before.
     """
     return (installed_xla() if xla is None else xla) >= LOOP_STATE_FROM_CALLER_SINCE

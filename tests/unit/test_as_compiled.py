@@ -29,7 +29,6 @@ from stablehlo_layout import cli, mlir  # noqa: E402
 from stablehlo_layout import compile as xla_compile  # noqa: E402
 from stablehlo_layout.errors import InputError  # noqa: E402
 from stablehlo_layout.sources import entry_parameter_key, read_sources  # noqa: E402
-from stablehlo_layout.targets.xla_version import installed_xla  # noqa: E402
 from stablehlo_layout.xla_gpu_compile import plugin_available  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,10 +94,8 @@ def test_the_issue_cases_change_as_compiled(tmp_path):
 # input (add, multiply) row-major from the transpose before potrf's column-major
 # demand reaches it through the copy of potrf's in-place operand; we let that
 # demand arrive first (see aliasing.py), as XLA:CPU's dumps show.
+# (rnn_scan was a gap on XLA 0.12 until its loop-state rule, docs/VERSIONS.md item 5.)
 KNOWN_GAPS_GPU = {"linalg_solve"}
-# XLA 0.12's XLA:GPU lays out a scan's loop state differently (docs/VERSIONS.md, item 5): beyond its rule, not yet.
-if installed_xla() >= (0, 12):
-    KNOWN_GAPS_GPU = KNOWN_GAPS_GPU | {"rnn_scan"}
 
 
 def _gpu_device(name: str):
@@ -130,16 +127,6 @@ def test_realistic_programs_agree_with_deviceless_xla_gpu(gpu_name, tmp_path):
         if not (r["same_module"] and r["entry_agrees"] and r["agree"] == r["values"] and not r["diffs"]):
             failures.append((program.name, r.get("entry"), r["diffs"][:3]))
     assert not failures, failures
-
-
-@pytest.mark.skipif(installed_xla() < (0, 12), reason="a gap of XLA 0.12's XLA:GPU only")
-def test_xla012_scan_gap_is_still_there(tmp_path):
-    """The scan XLA 0.12 lays out differently: when it agrees, take it out of KNOWN_GAPS_GPU."""
-    gpu, device = _gpu_device("h100")
-    (program,) = [p for p in programs(device) if p.name == "rnn_scan"]
-    r = check(program, "xla-gpu", gpu, workdir=str(tmp_path))
-    assert r["status"] == "ok", r
-    assert r["diffs"] and all(d["op"] == "while" or "while" in d["name"] or d["kind"] == "layout" for d in r["diffs"]), r
 
 
 # -- the command line ----------------------------------------------------------------------------------

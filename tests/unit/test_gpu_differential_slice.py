@@ -19,7 +19,6 @@ import tempfile
 
 import pytest
 
-from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.gpu_oracle import oracle_available
 
 OK, WHY = oracle_available()
@@ -31,16 +30,14 @@ MODEL_SLICE = ("haiku_resblock_nchw_train", "equinox_attention", "linen_cnn_eval
 GPUS = ("a100", "h100")
 
 # Measured on this slice when it was last raised, per corpus (the same on both GPUs): values agreeing,
-# non-trivial values agreeing, XLA copies matched by (source, layout).  On XLA 0.10.2 all of them agree.
-# XLA 0.12's XLA:GPU lays out loops differently (docs/VERSIONS.md, item 5): on its own dumps the
-# generated slice agrees on 374/397 values (62/85 non-trivial on A100) and every copy since the
-# caller lays out free loop state (367/397, 55/85 before); the rest is s0/2's and s0/6's loops.
+# non-trivial values agreeing, XLA copies matched by (source, layout).  Both installed XLAs agree on all
+# of them: on XLA 0.12's own dumps the generated slice agrees on 397/397 values (85/85 non-trivial on
+# A100) and every copy since the caller lays out loop state from the initial value or leaves it to
+# the body (docs/VERSIONS.md, item 5; 374/397 and 62/85 before, s0/2's and s0/6's loops).
 FLOORS = {
     "generated": {"values": 1.0, "nontrivial": 1.0, "copies": 1.0},
     "models": {"values": 1.0, "nontrivial": 1.0, "copies": 1.0},
 }
-if installed_xla() >= (0, 12):
-    FLOORS["generated"] = {"values": 0.94, "nontrivial": 0.72, "copies": 1.0}
 
 
 @pytest.fixture(scope="module", params=[(g, c) for g in GPUS for c in FLOORS], ids=lambda p: f"{p[0]}-{p[1]}")
