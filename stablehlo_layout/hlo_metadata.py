@@ -201,3 +201,145 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 
     with module.context:
         walk(module.operation)
+
+
+# -- the order of an instruction's users after XLA's call inliner --------------------------
+#
+# XLA keeps each instruction's users in a list and removes one by moving the
+# last user into its slot.  JAX lowers every nested ``jax.jit`` (jnp.linalg's
+# functions, jax.nn's, a user's own) to a call, and XLA's CallInliner clones
+# the callee into the caller in its post order, the clones joining the end of
+# each call operand's user list, then removes the call: the operand's last
+# user, the last clone that reads it, takes the call's slot.  A value read by
+# several instructions of one inlined call is thus offered to the last of
+# them first: that one moves ahead of the others, which go to the end of the
+# list.  The dump prints the clones in their own order where the call was.
+# Layout assignment hands a buffer's layout to its users in list order, and a
+# tie between two of them goes the way of that order.
+#
+# The clones keep the callee's metadata: their op_name is the caller's scope
+# with the call's ``jit(name)`` after it (``jit(f)/jit(cholesky)/add`` in
+# ``jit(f)``), which says which users came in with one call.
+
+# On an op: the order XLA offers its result to its readers, as indices into
+# the readers in the module's order.  On the module: some op carries one.
+USER_ORDER = "stablehlo_layout.xla_user_order"
+USER_ORDERS = "stablehlo_layout.xla_user_orders"
+_NESTED_JIT = re.compile(r'op_name="[^"]*jit\([^"]*/[^"]*jit\(')
+_COMPUTATION_START = re.compile(r"^(?:ENTRY[ \t]+)?%?[\w.\-]+[ \t]*\(.*\{[ \t]*$")
+
+
+def _scope(op_name: str) -> tuple[str, ...]:
+    """The calls an op_name names, outermost first: its segments up to the last one that is a jit."""
+    segments = op_name.split("/")[:-1]
+    last = max((k for k, s in enumerate(segments) if "jit(" in s), default=-1)
+    return tuple(segments[:last + 1])
+
+
+def inlined_user_orders(text: str) -> dict[str, list[str]]:
+    """XLA's order of the users of each instruction whose users one inlined call reordered.
+
+    Only instructions (not parameters: where their call sat among their users
+    the dump does not show) read by two or more instructions of one call
+    that XLA inlined into their own scope; the users as the dump lists them
+    otherwise.  Keys and values are HLO instruction names.
+    """
+    if _NESTED_JIT.search(text) is None:
+        return {}
+    out: dict[str, list[str]] = {}
+    users: dict[str, list[str]] = {}
+    scopes: dict[str, tuple[str, ...] | None] = {}
+
+    def finish() -> None:
+        for name, readers in users.items():
+            order = _reordered(scopes.get(name), readers, scopes)
+            if order is not None:
+                out[name] = order
+        users.clear()
+        scopes.clear()
+
+    for line in text.split("\n"):
+        if _COMPUTATION_START.match(line):
+            finish()
+            continue
+        name = instruction_name(line)
+        if name is None:
+            continue
+        parsed = _Line(line)
+        op_name = parsed.op_name()
+        scopes[name] = None if op_name is None or parsed.opcode == "parameter" else _scope(op_name)
+        for operand in dict.fromkeys(parsed.operand_names()):
+            if operand in scopes:
+                users.setdefault(operand, []).append(name)
+    finish()
+    return out
+
+
+def _reordered(scope: tuple[str, ...] | None, readers: list[str],
+               scopes: dict[str, tuple[str, ...] | None]) -> list[str] | None:
+    if scope is None or len(readers) < 2:
+        return None
+    calls: dict[tuple[str, ...], list[str]] = {}
+    for r in readers:
+        theirs = scopes.get(r)
+        if theirs is not None and len(theirs) > len(scope) and theirs[:len(scope)] == scope:
+            calls.setdefault(theirs[:len(scope) + 1], []).append(r)
+    order = list(readers)
+    changed = False
+    for clones in calls.values():
+        if len(clones) < 2:
+            continue
+        slot = order.index(clones[0])
+        rest = [r for r in order if r not in clones]
+        order = rest[:slot] + [clones[-1]] + rest[slot:] + clones[:-1]
+        changed = True
+    return order if changed else None
+
+
+def mark_user_orders(module: ir.Module, text: str) -> None:
+    """Put the user orders XLA's call inliner left (``inlined_user_orders``) on the ops they are of.
+
+    Each as ``stablehlo_layout.xla_user_order``: XLA's order of the op's
+    readers as indices into its readers in the module's order (a rerun on
+    our output, which keeps the ops' order but not their names, reads the
+    same).  An op whose readers are not all instructions of its own
+    computation in the dump keeps the module's order.
+    """
+    orders = inlined_user_orders(text)
+    if not orders:
+        return
+    named: dict[str, list[ir.Operation]] = {}
+    readers: dict[str, list[str]] = {}
+
+    def name_of(op: ir.Operation) -> str | None:
+        m = _NAME_LOC.match(str(op.location))
+        return m.group(1) if m is not None else None
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region:
+                for child in block:
+                    inner = child.operation
+                    name = name_of(inner)
+                    if name is not None and name in orders:
+                        named.setdefault(name, []).append(inner)
+                    for operand in inner.operands:
+                        if not isinstance(operand.owner, ir.Block):
+                            of = name_of(operand.owner)
+                            if of is not None and of in orders and name is not None:
+                                seen = readers.setdefault(of, [])
+                                if name not in seen:
+                                    seen.append(name)
+                    walk(inner)
+
+    with module.context:
+        walk(module.operation)
+        marked = False
+        for name, xla in orders.items():
+            ops, ours = named.get(name, []), readers.get(name, [])
+            if len(ops) != 1 or len(ops[0].results) != 1 or sorted(ours) != sorted(xla):
+                continue
+            ops[0].attributes[USER_ORDER] = ir.DenseI64ArrayAttr.get([ours.index(u) for u in xla])
+            marked = True
+        if marked:
+            module.operation.attributes[USER_ORDERS] = ir.UnitAttr.get()

@@ -165,3 +165,55 @@ ENTRY %main (x: f32[8]) -> f32[2,4] {
 """
     assert pass_created_reshapes(text) == {"reshape.1"}
     assert read_sources(text)["reshape.1"].op_name == 'jit(f)/the "odd" scope/exp'
+
+
+# -- users' order after XLA's call inliner ---------------------------------------------------
+
+from stablehlo_layout.hlo_metadata import USER_ORDER, inlined_user_orders  # noqa: E402
+
+# x feeds two instructions of an inlined jit(sym) and one of its own scope;
+# y feeds one instruction of jit(sym) only; the parameter feeds two of jit(g).
+INLINED = """HloModule m, entry_computation_layout={(f32[4,4]{1,0})->(f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0})}
+
+ENTRY %main (p: f32[4,4]) -> (f32[4,4], f32[4,4], f32[4,4]) {
+  %p = f32[4,4]{1,0} parameter(0), metadata={op_name="p"}
+  %x = f32[4,4]{1,0} negate(%p), metadata={op_name="jit(f)/neg"}
+  %t = f32[4,4]{1,0} transpose(%x), dimensions={1,0}, metadata={op_name="jit(f)/jit(sym)/transpose"}
+  %s = f32[4,4]{1,0} add(%x, %t), metadata={op_name="jit(f)/jit(sym)/add"}
+  %y = f32[4,4]{1,0} sine(%x), metadata={op_name="jit(f)/sin"}
+  %z = f32[4,4]{1,0} cosine(%y), metadata={op_name="jit(f)/jit(sym)/cos"}
+  %u = f32[4,4]{1,0} tanh(%p), metadata={op_name="jit(f)/jit(g)/tanh"}
+  %v = f32[4,4]{1,0} multiply(%p, %u), metadata={op_name="jit(f)/jit(g)/mul"}
+  ROOT %r = (f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%s, %z, %v)
+}
+"""
+
+
+def test_the_last_reader_of_an_inlined_call_takes_the_call_slot():
+    # x's readers in the dump: t, s (both cloned from jit(sym)), y (its own
+    # scope).  XLA: [call, y] + [t, s], then the call's slot goes to s: [s, y, t].
+    assert inlined_user_orders(INLINED) == {"x": ["s", "y", "t"]}
+
+
+def test_what_the_dump_cannot_say_keeps_its_order():
+    # One reader per call changes nothing (y, z); a parameter's call slot among
+    # its readers is not in the dump (p); without nested jits nothing is read.
+    orders = inlined_user_orders(INLINED)
+    assert "y" not in orders and "p" not in orders
+    assert inlined_user_orders(INLINED.replace("jit(f)/jit(sym)/", "jit(f)/")) == {}
+    assert inlined_user_orders(DUMP) == {}
+
+
+def test_the_order_reaches_the_op_and_the_engine():
+    from jaxlib.mlir import ir
+
+    from stablehlo_layout.importer import import_module
+
+    module = mlir.load(INLINED.encode(), "inlined.hlo", mlir.make_context())
+    (x,) = [op for op in module.body.operations[0].regions[0].blocks[0].operations
+            if op.operation.name == "stablehlo.negate"]
+    assert list(ir.DenseI64ArrayAttr(x.attributes[USER_ORDER])) == [1, 2, 0]
+    g, _ = import_module(module)
+    (neg,) = [ins for ins in g.instrs if ins.op == "stablehlo.negate"]
+    readers = [g.instrs[u].loc for u, _ in g.values[neg.results[0]].uses]
+    assert readers == ["s", "y", "t"]
