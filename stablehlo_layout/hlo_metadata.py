@@ -226,9 +226,6 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 USER_ORDER = "stablehlo_layout.xla_user_order"
 USER_ORDERS = "stablehlo_layout.xla_user_orders"
 _NESTED_JIT = re.compile(r'op_name="[^"]*jit\([^"]*/[^"]*jit\(')
-_COMPUTATION_START = re.compile(r"^(?:ENTRY[ \t]+)?%?[\w.\-]+[ \t]*\(.*\{[ \t]*$")
-
-
 def _scope(op_name: str) -> tuple[str, ...]:
     """The calls an op_name names, outermost first: its segments up to the last one that is a jit."""
     segments = op_name.split("/")[:-1]
@@ -246,54 +243,65 @@ def inlined_user_orders(text: str) -> dict[str, list[str]]:
     """
     if _NESTED_JIT.search(text) is None:
         return {}
-    out: dict[str, list[str]] = {}
-    users: dict[str, list[str]] = {}
+    # Dumps run to 100k instructions: plain string tests per line; only the
+    # readers a nested jit made, and then the lines that name what they
+    # read, are parsed.
+    lines = text.split("\n")
+    where: dict[str, int] = {}
+    nested: list[str] = []
+    for k, line in enumerate(lines):
+        name = instruction_name(line)
+        if name is None:
+            continue
+        where[name] = k
+        if line.count("jit(") > 1:
+            nested.append(name)
     scopes: dict[str, tuple[str, ...] | None] = {}
 
-    def finish() -> None:
-        for name, readers in users.items():
-            order = _reordered(scopes.get(name), readers, scopes)
-            if order is not None:
-                out[name] = order
-        users.clear()
-        scopes.clear()
+    def scope_of(name: str) -> tuple[str, ...] | None:
+        """None where the op_name names no jit (a parameter's, a pass's without metadata): its place is unknown."""
+        if name not in scopes:
+            parsed = _Line(lines[where[name]])
+            op_name = parsed.op_name()
+            scope = None if op_name is None or parsed.opcode == "parameter" else _scope(op_name)
+            scopes[name] = scope or None
+        return scopes[name]
 
-    for line in text.split("\n"):
-        if _COMPUTATION_START.match(line):
-            finish()
+    # Per candidate (the instruction read) and call: the readers that came in with it.
+    calls: dict[str, dict[tuple[str, ...], list[str]]] = {}
+    for reader in nested:
+        theirs = scope_of(reader)
+        if theirs is None or len(theirs) < 2:
+            continue
+        for operand in dict.fromkeys(_Line(lines[where[reader]]).operand_names()):
+            mine = scope_of(operand) if operand in where else None
+            if mine is not None and len(theirs) > len(mine) and theirs[:len(mine)] == mine:
+                calls.setdefault(operand, {}).setdefault(theirs[:len(mine) + 1], []).append(reader)
+    candidates = {x for x, by_call in calls.items() if any(len(r) > 1 for r in by_call.values())}
+    if not candidates:
+        return {}
+    readers: dict[str, list[str]] = {x: [] for x in candidates}
+    mentions = re.compile("|".join(re.escape(n) for n in sorted(candidates, key=len, reverse=True)))
+    for line in lines:
+        if mentions.search(line) is None:
             continue
         name = instruction_name(line)
         if name is None:
             continue
-        parsed = _Line(line)
-        op_name = parsed.op_name()
-        scopes[name] = None if op_name is None or parsed.opcode == "parameter" else _scope(op_name)
-        for operand in dict.fromkeys(parsed.operand_names()):
-            if operand in scopes:
-                users.setdefault(operand, []).append(name)
-    finish()
+        for operand in dict.fromkeys(_Line(line).operand_names()):
+            if operand in readers:
+                readers[operand].append(name)
+    out: dict[str, list[str]] = {}
+    for x, theirs in readers.items():
+        order = list(theirs)
+        for clones in calls[x].values():
+            if len(clones) < 2:
+                continue
+            slot = order.index(clones[0])
+            rest = [r for r in order if r not in clones]
+            order = rest[:slot] + [clones[-1]] + rest[slot:] + clones[:-1]
+        out[x] = order
     return out
-
-
-def _reordered(scope: tuple[str, ...] | None, readers: list[str],
-               scopes: dict[str, tuple[str, ...] | None]) -> list[str] | None:
-    if scope is None or len(readers) < 2:
-        return None
-    calls: dict[tuple[str, ...], list[str]] = {}
-    for r in readers:
-        theirs = scopes.get(r)
-        if theirs is not None and len(theirs) > len(scope) and theirs[:len(scope)] == scope:
-            calls.setdefault(theirs[:len(scope) + 1], []).append(r)
-    order = list(readers)
-    changed = False
-    for clones in calls.values():
-        if len(clones) < 2:
-            continue
-        slot = order.index(clones[0])
-        rest = [r for r in order if r not in clones]
-        order = rest[:slot] + [clones[-1]] + rest[slot:] + clones[:-1]
-        changed = True
-    return order if changed else None
 
 
 def mark_user_orders(module: ir.Module, text: str) -> None:

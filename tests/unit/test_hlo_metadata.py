@@ -202,6 +202,10 @@ def test_what_the_dump_cannot_say_keeps_its_order():
     assert "y" not in orders and "p" not in orders
     assert inlined_user_orders(INLINED.replace("jit(f)/jit(sym)/", "jit(f)/")) == {}
     assert inlined_user_orders(DUMP) == {}
+    # An instruction whose op_name names no jit (a reshape of an argument,
+    # op_name "p") has no known scope: its readers keep the dump's order.
+    unscoped = INLINED.replace('op_name="jit(f)/neg"', 'op_name="p"')
+    assert "x" not in inlined_user_orders(unscoped)
 
 
 def test_the_order_reaches_the_op_and_the_engine():
