@@ -221,3 +221,30 @@ def test_the_order_reaches_the_op_and_the_engine():
     (neg,) = [ins for ins in g.instrs if ins.op == "stablehlo.negate"]
     readers = [g.instrs[u].loc for u, _ in g.values[neg.results[0]].uses]
     assert readers == ["s", "y", "t"]
+
+
+# XLA:CPU's before dump of f(a) = (inner(sin(a)), cos(sin(a))) with a nested
+# @jax.jit inner(x) = x.T + x * 2 + exp(x) (jax 0.10.2, stack frames dropped).
+# Its layout-assignment log (TF_CPP_VMODULE=layout_assignment=3) offers sin.1's
+# layout to exp.0, cos.1, transpose.0, mul.1 in that order: [call, cos] + the
+# three clones, then the last clone into the call's slot.
+XLA_CPU_INLINED = """\
+HloModule jit_f, entry_computation_layout={(f32[8,8]{1,0})->(f32[8,8]{1,0}, f32[8,8]{1,0})}
+ENTRY %main.2 (a.1: f32[8,8]) -> (f32[8,8], f32[8,8]) {
+  %a.1 = f32[8,8]{1,0} parameter(0), metadata={op_name="a"}
+  %sin.1 = f32[8,8]{1,0} sine(%a.1), metadata={op_name="jit(f)/sin"}
+  %transpose.0 = f32[8,8]{0,1} transpose(%sin.1), dimensions={1,0}, metadata={op_name="jit(f)/jit(inner)/transpose"}
+  %constant.0 = f32[] constant(2), metadata={op_name="jit(f)/jit(inner)"}
+  %mul.0 = f32[8,8]{1,0} broadcast(%constant.0), dimensions={}, metadata={op_name="jit(f)/jit(inner)/mul"}
+  %mul.1 = f32[8,8]{1,0} multiply(%sin.1, %mul.0), metadata={op_name="jit(f)/jit(inner)/mul"}
+  %add.0 = f32[8,8]{0,1} add(%transpose.0, %mul.1), metadata={op_name="jit(f)/jit(inner)/add"}
+  %exp.0 = f32[8,8]{1,0} exponential(%sin.1), metadata={op_name="jit(f)/jit(inner)/exp"}
+  %add.1 = f32[8,8]{0,1} add(%add.0, %exp.0), metadata={op_name="jit(f)/jit(inner)/add"}
+  %cos.1 = f32[8,8]{1,0} cosine(%sin.1), metadata={op_name="jit(f)/cos"}
+  ROOT %tuple.1 = (f32[8,8]{0,1}, f32[8,8]{1,0}) tuple(%add.1, %cos.1)
+}
+"""
+
+
+def test_the_order_is_the_one_xlas_log_shows():
+    assert inlined_user_orders(XLA_CPU_INLINED) == {"sin.1": ["exp.0", "cos.1", "transpose.0", "mul.1"]}
