@@ -226,6 +226,8 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 USER_ORDER = "stablehlo_layout.xla_user_order"
 USER_ORDERS = "stablehlo_layout.xla_user_orders"
 _NESTED_JIT = re.compile(r'op_name="[^"]*jit\([^"]*/[^"]*jit\(')
+
+
 def _scope(op_name: str) -> tuple[str, ...]:
     """The calls an op_name names, outermost first: its segments up to the last one that is a jit."""
     segments = op_name.split("/")[:-1]
@@ -292,8 +294,8 @@ def inlined_user_orders(text: str) -> dict[str, list[str]]:
             if operand in readers:
                 readers[operand].append(name)
     out: dict[str, list[str]] = {}
-    for x, theirs in readers.items():
-        order = list(theirs)
+    for x, found in readers.items():
+        order = list(found)
         for clones in calls[x].values():
             if len(clones) < 2:
                 continue

@@ -415,11 +415,19 @@ class _Importer:
         for iid, op in enumerate(self.h.ops):
             if op is None or USER_ORDER not in op.attributes:
                 continue
-            v = g.values[g.instrs[iid].results[0]]
+            ins = g.instrs[iid]
+            attr = op.attributes[USER_ORDER]
+            try:
+                order = list(ir.DenseI64ArrayAttr(attr))
+            except ValueError:
+                order = None
+            if order is None or len(ins.results) != 1:
+                raise PassError(f"{USER_ORDER} must be an array<i64: ...> on an op with one result, "
+                                f"not {attr}", ins.loc)
+            v = g.values[ins.results[0]]
             readers = list(dict.fromkeys(user for user, _ in v.uses))
-            order = list(ir.DenseI64ArrayAttr(op.attributes[USER_ORDER]))
             if sorted(order) != list(range(len(readers))):
-                continue  # the readers changed since the dump: the module's order stands
+                continue  # an edit changed the op's readers since the dump: the module's order stands
             rank = {readers[k]: position for position, k in enumerate(order)}
             v.uses.sort(key=lambda use: rank[use[0]])
 

@@ -248,3 +248,23 @@ ENTRY %main.2 (a.1: f32[8,8]) -> (f32[8,8], f32[8,8]) {
 
 def test_the_order_is_the_one_xlas_log_shows():
     assert inlined_user_orders(XLA_CPU_INLINED) == {"sin.1": ["exp.0", "cos.1", "transpose.0", "mul.1"]}
+
+
+def test_a_malformed_user_order_is_one_line_naming_the_op(tmp_path, capsys):
+    from stablehlo_layout import cli
+
+    bad = tmp_path / "bad_order.mlir"
+    bad.write_text(
+        'module attributes {stablehlo_layout.xla_user_orders} {\n'
+        '  func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n'
+        '    %x = stablehlo.negate %a {stablehlo_layout.xla_user_order = "last first"} : tensor<4x4xf32> loc("x")\n'
+        '    %s = stablehlo.add %x, %x : tensor<4x4xf32>\n'
+        '    return %s : tensor<4x4xf32>\n'
+        '  }\n'
+        '}\n')
+    assert cli.main(["assign", "--target", "xla-cpu", str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "stablehlo_layout.xla_user_order must be an array<i64" in lines[0], err
+    assert "Traceback" not in err
