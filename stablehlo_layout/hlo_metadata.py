@@ -201,3 +201,155 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 
     with module.context:
         walk(module.operation)
+
+
+# -- the order of an instruction's users after XLA's call inliner --------------------------
+#
+# XLA keeps each instruction's users in a list and removes one by moving the
+# last user into its slot.  JAX lowers every nested ``jax.jit`` (jnp.linalg's
+# functions, jax.nn's, a user's own) to a call, and XLA's CallInliner clones
+# the callee into the caller in its post order, the clones joining the end of
+# each call operand's user list, then removes the call: the operand's last
+# user, the last clone that reads it, takes the call's slot.  A value read by
+# several instructions of one inlined call is thus offered to the last of
+# them first: that one moves ahead of the others, which go to the end of the
+# list.  The dump prints the clones in their own order where the call was.
+# Layout assignment hands a buffer's layout to its users in list order, and a
+# tie between two of them goes the way of that order.
+#
+# The clones keep the callee's metadata: their op_name is the caller's scope
+# with the call's ``jit(name)`` after it (``jit(f)/jit(cholesky)/add`` in
+# ``jit(f)``), which says which users came in with one call.
+
+# On an op: the order XLA offers its result to its readers, as indices into
+# the readers in the module's order.  On the module: some op carries one.
+USER_ORDER = "stablehlo_layout.xla_user_order"
+USER_ORDERS = "stablehlo_layout.xla_user_orders"
+_NESTED_JIT = re.compile(r'op_name="[^"]*jit\([^"]*/[^"]*jit\(')
+
+
+def _scope(op_name: str) -> tuple[str, ...]:
+    """The calls an op_name names, outermost first: its segments up to the last one that is a jit."""
+    segments = op_name.split("/")[:-1]
+    last = max((k for k, s in enumerate(segments) if "jit(" in s), default=-1)
+    return tuple(segments[:last + 1])
+
+
+def inlined_user_orders(text: str) -> dict[str, list[str]]:
+    """XLA's order of the users of each instruction whose users one inlined call reordered.
+
+    Only instructions (not parameters: where their call sat among their users
+    the dump does not show) read by two or more instructions of one call
+    that XLA inlined into their own scope; the users as the dump lists them
+    otherwise.  Keys and values are HLO instruction names.
+    """
+    if _NESTED_JIT.search(text) is None:
+        return {}
+    # Dumps run to 100k instructions: plain string tests per line; only the
+    # readers a nested jit made, and then the lines that name what they
+    # read, are parsed.
+    lines = text.split("\n")
+    where: dict[str, int] = {}
+    nested: list[str] = []
+    for k, line in enumerate(lines):
+        name = instruction_name(line)
+        if name is None:
+            continue
+        where[name] = k
+        if line.count("jit(") > 1:
+            nested.append(name)
+    scopes: dict[str, tuple[str, ...] | None] = {}
+
+    def scope_of(name: str) -> tuple[str, ...] | None:
+        """None where the op_name names no jit (a parameter's, a pass's without metadata): its place is unknown."""
+        if name not in scopes:
+            parsed = _Line(lines[where[name]])
+            op_name = parsed.op_name()
+            scope = None if op_name is None or parsed.opcode == "parameter" else _scope(op_name)
+            scopes[name] = scope or None
+        return scopes[name]
+
+    # Per candidate (the instruction read) and call: the readers that came in with it.
+    calls: dict[str, dict[tuple[str, ...], list[str]]] = {}
+    for reader in nested:
+        theirs = scope_of(reader)
+        if theirs is None or len(theirs) < 2:
+            continue
+        for operand in dict.fromkeys(_Line(lines[where[reader]]).operand_names()):
+            mine = scope_of(operand) if operand in where else None
+            if mine is not None and len(theirs) > len(mine) and theirs[:len(mine)] == mine:
+                calls.setdefault(operand, {}).setdefault(theirs[:len(mine) + 1], []).append(reader)
+    candidates = {x for x, by_call in calls.items() if any(len(r) > 1 for r in by_call.values())}
+    if not candidates:
+        return {}
+    readers: dict[str, list[str]] = {x: [] for x in candidates}
+    mentions = re.compile("|".join(re.escape(n) for n in sorted(candidates, key=len, reverse=True)))
+    for line in lines:
+        if mentions.search(line) is None:
+            continue
+        name = instruction_name(line)
+        if name is None:
+            continue
+        for operand in dict.fromkeys(_Line(line).operand_names()):
+            if operand in readers:
+                readers[operand].append(name)
+    out: dict[str, list[str]] = {}
+    for x, found in readers.items():
+        order = list(found)
+        for clones in calls[x].values():
+            if len(clones) < 2:
+                continue
+            slot = order.index(clones[0])
+            rest = [r for r in order if r not in clones]
+            order = rest[:slot] + [clones[-1]] + rest[slot:] + clones[:-1]
+        out[x] = order
+    return out
+
+
+def mark_user_orders(module: ir.Module, text: str) -> None:
+    """Put the user orders XLA's call inliner left (``inlined_user_orders``) on the ops they are of.
+
+    Each as ``stablehlo_layout.xla_user_order``: XLA's order of the op's
+    readers as indices into its readers in the module's order (a rerun on
+    our output, which keeps the ops' order but not their names, reads the
+    same).  An op whose readers are not all instructions of its own
+    computation in the dump keeps the module's order.
+    """
+    orders = inlined_user_orders(text)
+    if not orders:
+        return
+    named: dict[str, list[ir.Operation]] = {}
+    readers: dict[str, list[str]] = {}
+
+    def name_of(op: ir.Operation) -> str | None:
+        m = _NAME_LOC.match(str(op.location))
+        return m.group(1) if m is not None else None
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region:
+                for child in block:
+                    inner = child.operation
+                    name = name_of(inner)
+                    if name is not None and name in orders:
+                        named.setdefault(name, []).append(inner)
+                    for operand in inner.operands:
+                        if not isinstance(operand.owner, ir.Block):
+                            of = name_of(operand.owner)
+                            if of is not None and of in orders and name is not None:
+                                seen = readers.setdefault(of, [])
+                                if name not in seen:
+                                    seen.append(name)
+                    walk(inner)
+
+    with module.context:
+        walk(module.operation)
+        marked = False
+        for name, xla in orders.items():
+            ops, ours = named.get(name, []), readers.get(name, [])
+            if len(ops) != 1 or len(ops[0].results) != 1 or sorted(ours) != sorted(xla):
+                continue
+            ops[0].attributes[USER_ORDER] = ir.DenseI64ArrayAttr.get([ours.index(u) for u in xla])
+            marked = True
+        if marked:
+            module.operation.attributes[USER_ORDERS] = ir.UnitAttr.get()

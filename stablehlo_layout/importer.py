@@ -18,7 +18,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import layout as L
 from .errors import PassError
 from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, location_text, shape_text
-from .hlo_metadata import PASS_CREATED
+from .hlo_metadata import PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -398,6 +398,7 @@ class _Importer:
             _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
+        self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
         # re-run), so running the pass on its own output changes nothing.
@@ -405,6 +406,30 @@ class _Importer:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
         return self.g, self.h
+
+    def _order_users(self) -> None:
+        """Offer a value to its readers in XLA's order where XLA's call inliner changed it (``hlo_metadata``)."""
+        if USER_ORDERS not in self.module.attributes:
+            return
+        g = self.g
+        for iid, op in enumerate(self.h.ops):
+            if op is None or USER_ORDER not in op.attributes:
+                continue
+            ins = g.instrs[iid]
+            attr = op.attributes[USER_ORDER]
+            try:
+                order = list(ir.DenseI64ArrayAttr(attr))
+            except ValueError:
+                order = None
+            if order is None or len(ins.results) != 1:
+                raise PassError(f"{USER_ORDER} must be an array<i64: ...> on an op with one result, "
+                                f"not {attr}", ins.loc)
+            v = g.values[ins.results[0]]
+            readers = list(dict.fromkeys(user for user, _ in v.uses))
+            if sorted(order) != list(range(len(readers))):
+                continue  # an edit changed the op's readers since the dump: the module's order stands
+            rank = {readers[k]: position for position, k in enumerate(order)}
+            v.uses.sort(key=lambda use: rank[use[0]])
 
     def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
         cid = len(self.g.comps)

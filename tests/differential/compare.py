@@ -14,7 +14,10 @@ entry mode) on the BEFORE dump and compares it with XLA's AFTER dump:
   walking through XLA's tuple/get-tuple-element wrappers (so a copy feeding a
   while's init tuple has the while as consumer and a copy under a root tuple
   has ``ROOT``, or ``ROOT@<caller>`` in a called computation).  Ours are the
-  edges of ``LayoutResult.copies``.  The two edge multisets are compared.
+  edges of ``LayoutResult.copies``; one we make inside a conditional's
+  branch is keyed as XLA's copy there is, by the branch parameter element it
+  copies and each instruction that reads it in the branch.  The two edge
+  multisets are compared.
 
 The result is a plain dict (JSON-friendly) so that worker processes can
 return it and ``run.py`` can aggregate it.
@@ -219,6 +222,26 @@ class OurSide:
         if ins.op == "root":
             return self.root_label(ins.comp)
         return ins.loc
+
+    def in_branch(self, e: Any) -> list[tuple[Key, str]] | None:
+        """A copy made inside a branch as XLA's edges: of the branch parameter, to each of its readers there.
+
+        The branch reads the caller's value through its parameter (in HLO one
+        element of the branch's tuple parameter), and XLA's copy of that
+        element feeds the branch's own instructions: key it so.
+        """
+        g = self.g
+        ins = g.instrs[e.consumer]
+        k = e.operand - len(ins.operands)
+        captures = ins.attrs.get("capture_params", ())
+        if e.inside is None or not 0 <= k < len(captures):
+            return None
+        comp, number = captures[k]
+        param = g.values[g.instrs[g.comps[comp].params[number]].results[0]]
+        key = self.keys.get(param.id)
+        if key is None:
+            return None
+        return [(key, self.consumer_label(user)) for user, _ in param.uses]
 
 
 # -- XLA side ----------------------------------------------------------------------
@@ -487,7 +510,9 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         for e in cp.edges:
             if cp.in_place and (e.consumer, e.operand) in relayout_uses:
                 continue
-            our_edges[(key_text(canonical(key, after)), ours.consumer_label(e.consumer), format_layout(tuple(cp.dst)))] += 1
+            inside = ours.in_branch(e)
+            for src, cons in inside if inside is not None else [(key, ours.consumer_label(e.consumer))]:
+                our_edges[(key_text(canonical(src, after)), cons, format_layout(tuple(cp.dst)))] += 1
     xla_only = xla_edges - our_edges
     ours_only = our_edges - xla_edges
 

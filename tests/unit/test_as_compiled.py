@@ -90,12 +90,12 @@ def test_the_issue_cases_change_as_compiled(tmp_path):
 
 # -- realistic programs against deviceless XLA:GPU -------------------------------------------------
 
-# linalg_solve on XLA:GPU: 28/31 values.  XLA lays out the Cholesky's symmetrized
-# input (add, multiply) row-major from the transpose before potrf's column-major
-# demand reaches it through the copy of potrf's in-place operand; we let that
-# demand arrive first (see aliasing.py), as XLA:CPU's dumps show.
+# linalg_solve agrees on XLA:GPU too (it was 28/31 values): the Cholesky's
+# symmetrization reads its input twice inside the inlined jit(cholesky), and
+# XLA's call inliner leaves the add ahead of the transpose among the input's
+# users (hlo_metadata.py), so the transpose's forward layout reaches the add first.
 # (rnn_scan was a gap on XLA 0.12 until its loop-state rule, docs/VERSIONS.md item 5.)
-KNOWN_GAPS_GPU = {"linalg_solve"}
+KNOWN_GAPS_GPU: set[str] = set()
 
 
 def _gpu_device(name: str):

@@ -24,7 +24,8 @@ def test_a_copy_inside_a_branch_pairs_with_xlas_copy_of_the_branch_parameter():
     """XLA copies a conditional's column-major operand to row-major inside each branch; so do we.
 
     Ours is a copy of the caller's value (StableHLO branches read it directly),
-    XLA's of the branch parameter: the same data, so the pair must match.
+    XLA's of the branch parameter: the same data, so the pair must match, by
+    (source, layout) and as edges (the branch parameter to its reader there).
     """
     import jax
     import jax.numpy as jnp
@@ -47,3 +48,4 @@ def test_a_copy_inside_a_branch_pairs_with_xlas_copy_of_the_branch_parameter():
     assert r["status"] == "ok", r
     assert r["xla_copies"] == 2  # one per branch
     assert r["xla_copies_matched"] == 2 and r["our_copies_unmatched"] == 0, (r["xla_copy_info"], r["our_copy_info"])
+    assert r["xla_edges"] == r["our_edges"] == r["edges_matched"] == 2, r["diffs"]

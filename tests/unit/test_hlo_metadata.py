@@ -165,3 +165,106 @@ ENTRY %main (x: f32[8]) -> f32[2,4] {
 """
     assert pass_created_reshapes(text) == {"reshape.1"}
     assert read_sources(text)["reshape.1"].op_name == 'jit(f)/the "odd" scope/exp'
+
+
+# -- users' order after XLA's call inliner ---------------------------------------------------
+
+from stablehlo_layout.hlo_metadata import USER_ORDER, inlined_user_orders  # noqa: E402
+
+# x feeds two instructions of an inlined jit(sym) and one of its own scope;
+# y feeds one instruction of jit(sym) only; the parameter feeds two of jit(g).
+INLINED = """HloModule m, entry_computation_layout={(f32[4,4]{1,0})->(f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0})}
+
+ENTRY %main (p: f32[4,4]) -> (f32[4,4], f32[4,4], f32[4,4]) {
+  %p = f32[4,4]{1,0} parameter(0), metadata={op_name="p"}
+  %x = f32[4,4]{1,0} negate(%p), metadata={op_name="jit(f)/neg"}
+  %t = f32[4,4]{1,0} transpose(%x), dimensions={1,0}, metadata={op_name="jit(f)/jit(sym)/transpose"}
+  %s = f32[4,4]{1,0} add(%x, %t), metadata={op_name="jit(f)/jit(sym)/add"}
+  %y = f32[4,4]{1,0} sine(%x), metadata={op_name="jit(f)/sin"}
+  %z = f32[4,4]{1,0} cosine(%y), metadata={op_name="jit(f)/jit(sym)/cos"}
+  %u = f32[4,4]{1,0} tanh(%p), metadata={op_name="jit(f)/jit(g)/tanh"}
+  %v = f32[4,4]{1,0} multiply(%p, %u), metadata={op_name="jit(f)/jit(g)/mul"}
+  ROOT %r = (f32[4,4]{1,0}, f32[4,4]{1,0}, f32[4,4]{1,0}) tuple(%s, %z, %v)
+}
+"""
+
+
+def test_the_last_reader_of_an_inlined_call_takes_the_call_slot():
+    # x's readers in the dump: t, s (both cloned from jit(sym)), y (its own
+    # scope).  XLA: [call, y] + [t, s], then the call's slot goes to s: [s, y, t].
+    assert inlined_user_orders(INLINED) == {"x": ["s", "y", "t"]}
+
+
+def test_what_the_dump_cannot_say_keeps_its_order():
+    # One reader per call changes nothing (y, z); a parameter's call slot among
+    # its readers is not in the dump (p); without nested jits nothing is read.
+    orders = inlined_user_orders(INLINED)
+    assert "y" not in orders and "p" not in orders
+    assert inlined_user_orders(INLINED.replace("jit(f)/jit(sym)/", "jit(f)/")) == {}
+    assert inlined_user_orders(DUMP) == {}
+    # An instruction whose op_name names no jit (a reshape of an argument,
+    # op_name "p") has no known scope: its readers keep the dump's order.
+    unscoped = INLINED.replace('op_name="jit(f)/neg"', 'op_name="p"')
+    assert "x" not in inlined_user_orders(unscoped)
+
+
+def test_the_order_reaches_the_op_and_the_engine():
+    from jaxlib.mlir import ir
+
+    from stablehlo_layout.importer import import_module
+
+    module = mlir.load(INLINED.encode(), "inlined.hlo", mlir.make_context())
+    (x,) = [op for op in module.body.operations[0].regions[0].blocks[0].operations
+            if op.operation.name == "stablehlo.negate"]
+    assert list(ir.DenseI64ArrayAttr(x.attributes[USER_ORDER])) == [1, 2, 0]
+    g, _ = import_module(module)
+    (neg,) = [ins for ins in g.instrs if ins.op == "stablehlo.negate"]
+    readers = [g.instrs[u].loc for u, _ in g.values[neg.results[0]].uses]
+    assert readers == ["s", "y", "t"]
+
+
+# XLA:CPU's before dump of f(a) = (inner(sin(a)), cos(sin(a))) with a nested
+# @jax.jit inner(x) = x.T + x * 2 + exp(x) (jax 0.10.2, stack frames dropped).
+# Its layout-assignment log (TF_CPP_VMODULE=layout_assignment=3) offers sin.1's
+# layout to exp.0, cos.1, transpose.0, mul.1 in that order: [call, cos] + the
+# three clones, then the last clone into the call's slot.
+XLA_CPU_INLINED = """\
+HloModule jit_f, entry_computation_layout={(f32[8,8]{1,0})->(f32[8,8]{1,0}, f32[8,8]{1,0})}
+ENTRY %main.2 (a.1: f32[8,8]) -> (f32[8,8], f32[8,8]) {
+  %a.1 = f32[8,8]{1,0} parameter(0), metadata={op_name="a"}
+  %sin.1 = f32[8,8]{1,0} sine(%a.1), metadata={op_name="jit(f)/sin"}
+  %transpose.0 = f32[8,8]{0,1} transpose(%sin.1), dimensions={1,0}, metadata={op_name="jit(f)/jit(inner)/transpose"}
+  %constant.0 = f32[] constant(2), metadata={op_name="jit(f)/jit(inner)"}
+  %mul.0 = f32[8,8]{1,0} broadcast(%constant.0), dimensions={}, metadata={op_name="jit(f)/jit(inner)/mul"}
+  %mul.1 = f32[8,8]{1,0} multiply(%sin.1, %mul.0), metadata={op_name="jit(f)/jit(inner)/mul"}
+  %add.0 = f32[8,8]{0,1} add(%transpose.0, %mul.1), metadata={op_name="jit(f)/jit(inner)/add"}
+  %exp.0 = f32[8,8]{1,0} exponential(%sin.1), metadata={op_name="jit(f)/jit(inner)/exp"}
+  %add.1 = f32[8,8]{0,1} add(%add.0, %exp.0), metadata={op_name="jit(f)/jit(inner)/add"}
+  %cos.1 = f32[8,8]{1,0} cosine(%sin.1), metadata={op_name="jit(f)/cos"}
+  ROOT %tuple.1 = (f32[8,8]{0,1}, f32[8,8]{1,0}) tuple(%add.1, %cos.1)
+}
+"""
+
+
+def test_the_order_is_the_one_xlas_log_shows():
+    assert inlined_user_orders(XLA_CPU_INLINED) == {"sin.1": ["exp.0", "cos.1", "transpose.0", "mul.1"]}
+
+
+def test_a_malformed_user_order_is_one_line_naming_the_op(tmp_path, capsys):
+    from stablehlo_layout import cli
+
+    bad = tmp_path / "bad_order.mlir"
+    bad.write_text(
+        'module attributes {stablehlo_layout.xla_user_orders} {\n'
+        '  func.func @main(%a: tensor<4x4xf32>) -> tensor<4x4xf32> {\n'
+        '    %x = stablehlo.negate %a {stablehlo_layout.xla_user_order = "last first"} : tensor<4x4xf32> loc("x")\n'
+        '    %s = stablehlo.add %x, %x : tensor<4x4xf32>\n'
+        '    return %s : tensor<4x4xf32>\n'
+        '  }\n'
+        '}\n')
+    assert cli.main(["assign", "--target", "xla-cpu", str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "stablehlo_layout.xla_user_order must be an array<i64" in lines[0], err
+    assert "Traceback" not in err
