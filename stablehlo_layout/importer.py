@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, location_text, shape_text
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text, shape_text
 from .hlo_metadata import PASS_CREATED
 from .rules import rule_for
 
@@ -37,7 +37,6 @@ class Handles:
     """MLIR objects by graph id, valid only until the module is next mutated by a PassManager."""
 
     ops: list[ir.Operation | None] = field(default_factory=list)  # by instruction id
-    values: list[ir.Value] = field(default_factory=list)  # by value id
     funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
     terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
     regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
@@ -47,6 +46,24 @@ class Handles:
     views: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
     call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
     inlined: set[str] = field(default_factory=set)
+
+    def value(self, g: Graph, vid: int) -> ir.Value | None:
+        """The MLIR value that graph value ``vid`` was read from, or None (a tuple's
+        element, or a parameter standing for a captured outer value).
+
+        Found from its producer, not kept per value: only the few values that
+        get a copy are ever looked up.
+        """
+        v = g.values[vid]
+        ins = g.instrs[v.producer]
+        if ins.op == "parameter":
+            if ins.results[0] != vid or "capture" in ins.attrs:
+                return None
+            return self.regions[ins.comp].blocks[0].arguments[v.index]
+        if ins.results[v.index] != vid:
+            return None  # an element of a tuple result
+        op = self.ops[ins.id]
+        return None if op is None else op.results[v.index]
 
 
 
@@ -255,7 +272,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
@@ -265,7 +282,7 @@ class _Importer:
         self.value_comp: list[int] = []
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
-        self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
+        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int]] = {}  # element, dims, rank
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
         self.extracted: dict[tuple[str, ir.Attribute], dict[str, Any]] = {}
@@ -277,7 +294,7 @@ class _Importer:
         if known is None and isinstance(t, ir.RankedTensorType):
             # Types are uniqued by MLIR: decode each distinct one once.
             dims = tuple(None if t.is_dynamic_dim(i) else d for i, d in enumerate(t.shape))
-            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims)
+            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims, len(dims))
         if known is not None:
             val = g.add_value(ARRAY, known[0], known[1], producer, index)
         elif isinstance(t, ir.TupleType):
@@ -291,7 +308,6 @@ class _Importer:
             val = g.add_value(OTHER, str(t), (), producer, index)
         if v is not None:
             self.vid[v] = val.id
-        self.h.values.append(v)  # type: ignore[arg-type]
         self.value_comp.append(comp)
         return val.id
 
@@ -368,7 +384,17 @@ class _Importer:
         # XLA's HLO->StableHLO conversion leaves a loop's body and condition
         # behind as functions although the while holds them inline.  XLA lays
         # out only what the entry reaches; so does the pass, and leaves them as written.
-        unreached = _unreached_private(funcs, entry_name) if len(funcs) > 1 else set()
+        if len(funcs) < 2:
+            unreached: set[str] = set()
+        elif self.optimistic:
+            # The optimistic walk gives up at the first call it meets, so when
+            # it finishes, the entry called nothing and no private function
+            # other than the entry was reachable: the same set the search
+            # below finds, without its walk over every reachable op.
+            unreached = {n for f in funcs if (n := ir.StringAttr(f.attributes["sym_name"]).value) != entry_name
+                         and _is_private(f)}
+        else:
+            unreached = _unreached_private(funcs, entry_name)
         if unreached:
             funcs = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value not in unreached]
         inlined: set[str] = set()
@@ -447,8 +473,8 @@ class _Importer:
         vid, value_comp = self.vid, self.value_comp
         # The common cases of _instr and _new_value are written out below: they
         # run once per op and per result.
-        tensor_types, add_value, hvalues = self.tensor_types, g.add_value, self.h.values
-        add_instr, hops, scope = g.add_instr, self.h.ops, self.scope
+        tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
+        hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
@@ -463,10 +489,7 @@ class _Importer:
                 vid[op.results[0]] = vid[op.operands[0]]
                 self.stale_copies.append(op)
                 continue
-            operands = []
-            for v in op.operands:
-                i = vid[v]
-                operands.append(i if value_comp[i] == cid else self._capture(i, cid))
+            operands = [i if value_comp[i] == cid else capture(i, cid) for i in map(vid.__getitem__, op.operands)]
             if position == last and _is_terminator(name):
                 return op, operands
             if name == "func.call" and self.inline:
@@ -476,8 +499,9 @@ class _Importer:
                 continue
             facts = op_facts.get(name)
             if facts is None:
-                facts = op_facts[name] = _facts_of(name)
-            rule, needs, tuple_kind, keyed_by = facts
+                facts = op_facts[name] = (*_facts_of(name), name)
+            # Every instruction of one op name holds the same string, not a copy per op.
+            rule, needs, tuple_kind, keyed_by, name = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
@@ -492,10 +516,14 @@ class _Importer:
                 given = _given_layout(op)
                 if given is not None:
                     attrs = {**attrs, "given_layout": given}
-            ins = add_instr(name, cid, operands, attrs, op.location)  # _instr, written out
-            ins.scope = scope
+            # Graph.add_instr, written out: this runs once per op.
+            iid = len(instrs)
+            ins = Instruction(iid, name, cid, operands, [], attrs, op.location, (), (), scope)
+            instrs.append(ins)
+            for n, i in enumerate(operands):
+                values[i].uses.append((iid, n))
             hops.append(op)
-            comp.instrs.append(ins.id)
+            comp_instrs.append(iid)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
@@ -515,14 +543,14 @@ class _Importer:
             for r, res in enumerate(op.results):
                 t = res.type
                 known = tensor_types.get(t)
-                if known is not None:
-                    val = add_value(ARRAY, known[0], known[1], ins.id, r)
-                    vid[res] = val.id
-                    hvalues.append(res)
+                if known is not None:  # Graph.add_value for a known tensor type, written out
+                    n = len(values)
+                    values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, [], None, known[2], True))
+                    vid[res] = n
                     value_comp.append(cid)
-                    results.append(val.id)
+                    results.append(n)
                 else:
-                    results.append(self._new_value(res, t, ins.id, r, cid))
+                    results.append(self._new_value(res, t, iid, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
@@ -686,8 +714,12 @@ def _unreached_private(funcs: list[ir.Operation], entry: str) -> set[str]:
                 if callee not in reached:
                     reached.add(callee)
                     pending.append(callee)
-    return {name for name, f in by_name.items() if name not in reached
-            and "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"}
+    return {name for name, f in by_name.items() if name not in reached and _is_private(f)}
+
+
+def _is_private(f: ir.Operation) -> bool:
+    attrs = f.attributes
+    return "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value == "private"
 
 
 def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:

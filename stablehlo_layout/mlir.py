@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -150,18 +151,23 @@ def final_text_bytes(module: ir.Module, debuginfo: bool = False) -> bytes:
                                       tree_printing_dir_path=folder)
                 pm.run(module.operation)
             dumps = glob.glob(f"{glob.escape(folder)}/**/*.mlir", recursive=True)
-            dump = b""
+            header = text = tail = b""
             if len(dumps) == 1:
+                # The dump is a header line, the module as the printer prints
+                # it, and two newlines: the module is read into one buffer of
+                # its own size (slicing it out of the whole dump would hold two
+                # more copies of a large module at once).
                 with open(dumps[0], "rb") as f:
-                    dump = f.read()
+                    header = f.readline()
+                    size = os.fstat(f.fileno()).st_size - len(header)
+                    text = f.read(size - 2) if size >= 2 else b""
+                    tail = f.read()
     except OSError:
         return module_text_bytes(module, debuginfo, verified=True)
-    # The dump is a header line, the module as the printer prints it, and two newlines.
-    header, _, text = dump.partition(b"\n")
-    if len(dumps) != 1 or not header.startswith(_DUMP_HEADER) or not text.endswith(b"\n\n"):
+    if len(dumps) != 1 or not header.startswith(_DUMP_HEADER) or not header.endswith(b"\n") or tail != b"\n\n":
         raise PassError(f"internal error: the pass manager's IR printer wrote {len(dumps)} dump(s) "
                         "or an unexpected layout")
-    return text[:-2]
+    return text
 
 
 # Below this many nested regions, MLIR's own teardown is quick.
