@@ -144,11 +144,10 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         inside = edges[0].inside
         where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
                  else _right_after(source, starts))
-        with where:
-            shape, layout = cache.array(v, dst)
-            attrs = {"xla_shape": shape, "result_layout": layout, COPY_MARK: cache.unit()}
-            cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
-                                     attributes=attrs, loc=loc)
+        shape, layout = cache.array(v, dst)
+        attrs = {"xla_shape": shape, "result_layout": layout, COPY_MARK: cache.unit()}
+        cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
+                                 attributes=attrs, loc=loc, ip=where)
         new = cp.results[0]
         for e in edges:
             _redirect(g, h, e, source, new, current)
