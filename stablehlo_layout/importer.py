@@ -620,12 +620,13 @@ class _Importer:
             module_result = module_result[0]  # a tuple result is one nested array
         arg_attrs = _attr_dicts(f, "arg_attrs", len(params))
         res_attrs = _attr_dicts(f, "res_attrs", len(results))
+        parsed: dict[str, L.Layout] = {}  # thousands of parameters spell a few layouts
         g.entry_param_modes = [
-            _mode(_requested(a), module_params, i, v, where, f"parameter {i}")
+            _mode(_requested(a), module_params, i, v, where, f"parameter {i}", parsed)
             for i, (a, v) in enumerate(zip(arg_attrs, params))
         ]
         g.entry_result_modes = [
-            _mode(_requested(a), module_result, i, v, where, f"result {i}")
+            _mode(_requested(a), module_result, i, v, where, f"result {i}", parsed)
             for i, (a, v) in enumerate(zip(res_attrs, results))
         ]
         if self.given_layouts:
@@ -849,7 +850,7 @@ def _module_layouts(module: ir.Operation, key: str) -> list[Any] | None:
 
 
 def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, where: str,
-          what: str) -> L.Layout | str | None:
+          what: str, parsed: dict[str, L.Layout]) -> L.Layout | str | None:
     """An entry parameter/result: a pinned layout, "auto", or None (unstated)."""
     if text is None:
         if module_layouts is not None and i < len(module_layouts) and not isinstance(module_layouts[i], list):
@@ -862,7 +863,9 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     if text == "default":
         return L.default_layout(v.rank) if v.is_array else None
     try:
-        lay = L.parse_layout(text)
+        lay = parsed.get(text)
+        if lay is None:
+            lay = parsed[text] = L.parse_layout(text)
     except ValueError as e:
         raise PassError(f'{what}: mhlo.layout_mode = "{text}" is not a layout: {e}', where) from None
     if not v.is_array:
