@@ -46,6 +46,9 @@ class Handles:
     views: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
     call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
     inlined: set[str] = field(default_factory=set)
+    # Function name -> its func.call ops, for the functions the call-graph
+    # steps walked (clones included), so that the rewrite need not walk again.
+    calls: dict[str, list[ir.Operation]] = field(default_factory=dict)
 
     def value(self, g: Graph, vid: int) -> ir.Value | None:
         """The MLIR value that graph value ``vid`` was read from, or None (a tuple's
@@ -394,7 +397,7 @@ class _Importer:
             unreached = {n for f in funcs if (n := ir.StringAttr(f.attributes["sym_name"]).value) != entry_name
                          and _is_private(f)}
         else:
-            unreached = _unreached_private(funcs, entry_name)
+            unreached = _unreached_private(funcs, entry_name, self.h.calls)
         if unreached:
             funcs = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value not in unreached]
         inlined: set[str] = set()
@@ -403,7 +406,7 @@ class _Importer:
         # walk over every function) and the import starts again.
         if self.inline and not self.optimistic:
             with self.module.context:
-                inlined = _flatten_calls(funcs, entry_name)
+                inlined = _flatten_calls(funcs, entry_name, self.h.calls)
             funcs = [op for op in body.operations if op.operation.name == "func.func"
                      and ir.StringAttr(op.attributes["sym_name"]).value not in unreached]
         self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
@@ -700,21 +703,30 @@ COPY_MARK = "stablehlo_layout.inserted"
 CHOSEN_MARK = "stablehlo_layout.chosen"
 
 
-def _unreached_private(funcs: list[ir.Operation], entry: str) -> set[str]:
+def _calls_of(name: str, f: ir.Operation, calls: dict[str, list[ir.Operation]]) -> list[ir.Operation]:
+    """The ``func.call`` ops in function ``f`` (named ``name``), in pre-order; each
+    function is walked for them once, however many of the steps ask."""
+    found = calls.get(name)
+    if found is None:
+        found = calls[name] = [op for op in nested_ops(f.operation) if op.name == "func.call"]
+    return found
+
+
+def _unreached_private(funcs: list[ir.Operation], entry: str, calls: dict[str, list[ir.Operation]]) -> set[str]:
     """Names of the private functions that no call reachable from ``entry`` names."""
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
     reached = {entry}
     pending = [entry]
     while pending:
-        f = by_name.get(pending.pop())
+        name = pending.pop()
+        f = by_name.get(name)
         if f is None:
             continue
-        for op in nested_ops(f.operation):
-            if op.name == "func.call":
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                if callee not in reached:
-                    reached.add(callee)
-                    pending.append(callee)
+        for op in _calls_of(name, f, calls):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee not in reached:
+                reached.add(callee)
+                pending.append(callee)
     return {name for name, f in by_name.items() if name not in reached and _is_private(f)}
 
 
@@ -723,12 +735,13 @@ def _is_private(f: ir.Operation) -> bool:
     return "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value == "private"
 
 
-def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
+def _flatten_calls(funcs: list[ir.Operation], entry: str, calls: dict[str, list[ir.Operation]]) -> set[str]:
     """Give every call site its own copy of the callee (XLA's FlattenCallGraph).
 
     Returns the names of the functions that are now called exactly once and
     will be imported inline.  Clones are named ``<callee>.site<k>``; the
-    rewrite later folds clones that ended up identical.
+    rewrite later folds clones that ended up identical.  ``calls`` gets every
+    function's call ops, the clones' too.
     """
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
     called: set[str] = set()
@@ -740,14 +753,12 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
         # (cloned) functions from ``start`` to the one being scanned.
         path = [start]
         on_path = {start}
-        stack = [iter(nested_ops(by_name[start].operation))]
+        stack = [iter(_calls_of(start, by_name[start], calls))]
         while stack:
             op = next(stack[-1], None)
             if op is None:
                 stack.pop()
                 on_path.discard(path.pop())
-                continue
-            if op.name != "func.call":
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             base = by_name.get(callee)
@@ -768,16 +779,18 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
                 clone.attributes["sym_name"] = ir.StringAttr.get(target)
                 clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
                 by_name[target] = clone
+                if not _calls_of(callee, base, calls):
+                    calls[target] = []  # a clone of a function that calls nothing calls nothing
                 op.attributes["callee"] = ir.FlatSymbolRefAttr.get(target)
             called.add(target)
             path.append(target)
             on_path.add(target)
-            stack.append(iter(nested_ops(by_name[target].operation)))
+            stack.append(iter(_calls_of(target, by_name[target], calls)))
 
     # Start from the functions nobody calls: a callee reached first as a root
     # would be laid out twice.
     referenced = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                  for f in funcs for op in nested_ops(f.operation) if op.name == "func.call"}
+                  for name, f in by_name.items() for op in _calls_of(name, f, calls)}
     roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):

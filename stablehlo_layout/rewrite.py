@@ -307,7 +307,8 @@ def _fold_identical_clones(module: ir.Operation, h: Handles, a: Assignment) -> s
     body = module.regions[0].blocks[0]
     funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
              if f.operation.name == "func.func"}
-    calls = {name: [op for op in nested_ops(f.operation) if op.name == "func.call"]
+    calls = {name: list(h.calls[name]) if name in h.calls else [op for op in nested_ops(f.operation)
+                                                                  if op.name == "func.call"]
              for name, f in funcs.items()}
     depth = _call_depths(funcs, calls)
     families: dict[str, list[str]] = defaultdict(list)
