@@ -37,17 +37,21 @@ ROOT = os.path.dirname(BENCH)
 STEPS = ("startup", "parse", "import", "propagate", "rewrite", "print")
 PASS = ("import", "propagate", "rewrite")
 
-# Run in each child: start up, load, then the command's phases up to STOP, then leave at once.
-_CHILD = """
+# Every child starts so: the checkout CODE (sys.argv[CODE_ARG]) is what runs.
+_CODE_FIRST = """
 import os, site, sys
 # The editable install's import hook would send stablehlo_layout to its own
 # checkout whatever sys.path says: drop it, so that --code is what runs.  The
 # compiled core is the installed one (built from this venv's checkout's cpp/).
 sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_editable_skbc_")]
-sys.path[:0] = [sys.argv[3], os.path.join(sys.argv[3], "bench")]
+sys.path[:0] = [sys.argv[CODE_ARG], os.path.join(sys.argv[CODE_ARG], "bench")]
 import stablehlo_layout
 stablehlo_layout.__path__.extend(
     d for d in (os.path.join(p, "stablehlo_layout") for p in site.getsitepackages()) if os.path.isdir(d))
+"""
+
+# Run in each child: start up, load, then the command's phases up to STOP, then leave at once.
+_CHILD = _CODE_FIRST.replace("CODE_ARG", "3") + """
 import phases
 phases.start()
 path, stop = sys.argv[1], sys.argv[2]
@@ -66,6 +70,13 @@ if stop != "startup":
 os._exit(0)
 """
 
+# The whole console command, as its script runs it (``cli.run``): argv is CODE, then the command's.
+_COMMAND = _CODE_FIRST.replace("CODE_ARG", "1") + """
+from stablehlo_layout.cli import run
+sys.argv = ["stablehlo-layout", *sys.argv[2:]]
+run()
+"""
+
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
@@ -77,9 +88,7 @@ def count(path: str, stop: str, code: str) -> int:
     # follows the hashes.
     no_aslr = ["setarch", os.uname().machine, "--addr-no-randomize"] if shutil.which("setarch") else []
     if stop == "command":
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [code, env.get("PYTHONPATH")]))
-        child = [sys.executable, "-c", "import sys; from stablehlo_layout.cli import run; "
-                 "sys.argv = ['stablehlo-layout', *sys.argv[1:]]; run()", "assign", "--target", "xla-cpu", path]
+        child = [sys.executable, "-c", _COMMAND, code, "assign", "--target", "xla-cpu", path]
     else:
         child = [sys.executable, "-c", _CHILD, path, stop, code]
     proc = subprocess.run(

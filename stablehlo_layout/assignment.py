@@ -108,7 +108,7 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
 
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False,
-                  exact: bool = False, gpu: str | None = None) -> LayoutResult:
+                  exact: bool = False, gpu: str | None = None, *, check: bool = True) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided.
 
     ``gpu`` names the device of ``target="xla-gpu"`` (a shipped GPU name or a
@@ -116,19 +116,24 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
 
     The layouts and copies do not depend on ``exact``; only the round and
     priority numbers ``result.explain()`` shows do (see ``analyze``).
+
+    The rewritten module is verified (``check_output``) unless ``check`` is
+    False: then the caller must verify it before handing it on, as the
+    command does through its printer (``mlir.final_text_bytes``).
     """
     with quiet_gc():
         tgt, graph, handles, warnings = _import(module, target, gpu)
         assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
         copies = rewrite(module, assignment, handles)
-    _check_output(module)
+    if check:
+        check_output(module)
     result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)
     for c in copies:
         c.owner = result
     return result
 
 
-def _check_output(module: ir.Module | ir.Operation) -> None:
+def check_output(module: ir.Module | ir.Operation) -> None:
     """Never hand back a module that does not verify: that would be a bug of ours."""
     op = module.operation if isinstance(module, ir.Module) else module
     try:

@@ -93,17 +93,24 @@ def _refuse_output_onto_input(args: argparse.Namespace) -> None:
 
 def _assign(args: argparse.Namespace) -> int:
     from . import mlir
-    from .assignment import assign_module
+    from .assignment import assign_module, check_output
     from .targets import get_target
 
     target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
     ctx = mlir.make_context()
     module, _sources = _read_program(args, ctx, target)
-    result = assign_module(module, target, args.entry_layouts)
+    result = assign_module(module, target, args.entry_layouts, check=False)
+    # Nothing reads the module after printing.  The printer verifies it first
+    # (and falls back to the generic form if that fails): that is the output
+    # check, which assign_module would otherwise have run once more.
+    text = mlir.final_text_bytes(module, debuginfo=args.mlir_print_debuginfo)
+    if mlir.printed_generic(text):
+        check_output(module)  # the verifier's own first diagnostic
+        raise PassError("internal error: the rewritten module printed in MLIR's generic form; "
+                        "please report this with the input")
     for note in filter(None, [warning, *result.warnings]):
         print(note, file=sys.stderr)
-    # assign_module verified its output, and nothing reads the module after this.
-    _emit(args, mlir.final_text_bytes(module, debuginfo=args.mlir_print_debuginfo))
+    _emit(args, text)
     mlir.discard(module, result.graph.region_depth)
     return 0
 

@@ -17,7 +17,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, location_text, shape_text
+from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text, shape_text
 from .hlo_metadata import PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
@@ -37,7 +37,6 @@ class Handles:
     """MLIR objects by graph id, valid only until the module is next mutated by a PassManager."""
 
     ops: list[ir.Operation | None] = field(default_factory=list)  # by instruction id
-    values: list[ir.Value] = field(default_factory=list)  # by value id
     funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
     terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
     regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
@@ -47,6 +46,27 @@ class Handles:
     views: dict[tuple[int, str], list[ir.Value]] = field(default_factory=dict)
     call_results: list[tuple[ir.Operation, list[int]]] = field(default_factory=list)
     inlined: set[str] = field(default_factory=set)
+    # Function name -> its func.call ops, for the functions the call-graph
+    # steps walked (clones included), so that the rewrite need not walk again.
+    calls: dict[str, list[ir.Operation]] = field(default_factory=dict)
+
+    def value(self, g: Graph, vid: int) -> ir.Value | None:
+        """The MLIR value that graph value ``vid`` was read from, or None (a tuple's
+        element, or a parameter standing for a captured outer value).
+
+        Found from its producer, not kept per value: only the few values that
+        get a copy are ever looked up.
+        """
+        v = g.values[vid]
+        ins = g.instrs[v.producer]
+        if ins.op == "parameter":
+            if ins.results[0] != vid or "capture" in ins.attrs:
+                return None
+            return self.regions[ins.comp].blocks[0].arguments[v.index]
+        if ins.results[v.index] != vid:
+            return None  # an element of a tuple result
+        op = self.ops[ins.id]
+        return None if op is None else op.results[v.index]
 
 
 
@@ -255,7 +275,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
@@ -265,7 +285,7 @@ class _Importer:
         self.value_comp: list[int] = []
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
-        self.tensor_types: dict[ir.Type, tuple[str, L.Dims]] = {}
+        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int]] = {}  # element, dims, rank
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
         self.extracted: dict[tuple[str, ir.Attribute], dict[str, Any]] = {}
@@ -277,7 +297,7 @@ class _Importer:
         if known is None and isinstance(t, ir.RankedTensorType):
             # Types are uniqued by MLIR: decode each distinct one once.
             dims = tuple(None if t.is_dynamic_dim(i) else d for i, d in enumerate(t.shape))
-            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims)
+            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims, len(dims))
         if known is not None:
             val = g.add_value(ARRAY, known[0], known[1], producer, index)
         elif isinstance(t, ir.TupleType):
@@ -291,7 +311,6 @@ class _Importer:
             val = g.add_value(OTHER, str(t), (), producer, index)
         if v is not None:
             self.vid[v] = val.id
-        self.h.values.append(v)  # type: ignore[arg-type]
         self.value_comp.append(comp)
         return val.id
 
@@ -368,7 +387,17 @@ class _Importer:
         # XLA's HLO->StableHLO conversion leaves a loop's body and condition
         # behind as functions although the while holds them inline.  XLA lays
         # out only what the entry reaches; so does the pass, and leaves them as written.
-        unreached = _unreached_private(funcs, entry_name) if len(funcs) > 1 else set()
+        if len(funcs) < 2:
+            unreached: set[str] = set()
+        elif self.optimistic:
+            # The optimistic walk gives up at the first call it meets, so when
+            # it finishes, the entry called nothing and no private function
+            # other than the entry was reachable: the same set the search
+            # below finds, without its walk over every reachable op.
+            unreached = {n for f in funcs if (n := ir.StringAttr(f.attributes["sym_name"]).value) != entry_name
+                         and _is_private(f)}
+        else:
+            unreached = _unreached_private(funcs, entry_name, self.h.calls)
         if unreached:
             funcs = [f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value not in unreached]
         inlined: set[str] = set()
@@ -377,7 +406,7 @@ class _Importer:
         # walk over every function) and the import starts again.
         if self.inline and not self.optimistic:
             with self.module.context:
-                inlined = _flatten_calls(funcs, entry_name)
+                inlined = _flatten_calls(funcs, entry_name, self.h.calls)
             funcs = [op for op in body.operations if op.operation.name == "func.func"
                      and ir.StringAttr(op.attributes["sym_name"]).value not in unreached]
         self.funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
@@ -472,8 +501,8 @@ class _Importer:
         vid, value_comp = self.vid, self.value_comp
         # The common cases of _instr and _new_value are written out below: they
         # run once per op and per result.
-        tensor_types, add_value, hvalues = self.tensor_types, g.add_value, self.h.values
-        add_instr, hops, scope = g.add_instr, self.h.ops, self.scope
+        tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
+        hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
@@ -488,10 +517,7 @@ class _Importer:
                 vid[op.results[0]] = vid[op.operands[0]]
                 self.stale_copies.append(op)
                 continue
-            operands = []
-            for v in op.operands:
-                i = vid[v]
-                operands.append(i if value_comp[i] == cid else self._capture(i, cid))
+            operands = [i if value_comp[i] == cid else capture(i, cid) for i in map(vid.__getitem__, op.operands)]
             if position == last and _is_terminator(name):
                 return op, operands
             if name == "func.call" and self.inline:
@@ -501,8 +527,9 @@ class _Importer:
                 continue
             facts = op_facts.get(name)
             if facts is None:
-                facts = op_facts[name] = _facts_of(name)
-            rule, needs, tuple_kind, keyed_by = facts
+                facts = op_facts[name] = (*_facts_of(name), name)
+            # Every instruction of one op name holds the same string, not a copy per op.
+            rule, needs, tuple_kind, keyed_by, name = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
@@ -517,10 +544,14 @@ class _Importer:
                 given = _given_layout(op)
                 if given is not None:
                     attrs = {**attrs, "given_layout": given}
-            ins = add_instr(name, cid, operands, attrs, op.location)  # _instr, written out
-            ins.scope = scope
+            # Graph.add_instr, written out: this runs once per op.
+            iid = len(instrs)
+            ins = Instruction(iid, name, cid, operands, [], attrs, op.location, (), (), scope)
+            instrs.append(ins)
+            for n, i in enumerate(operands):
+                values[i].uses.append((iid, n))
             hops.append(op)
-            comp.instrs.append(ins.id)
+            comp_instrs.append(iid)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
@@ -540,14 +571,14 @@ class _Importer:
             for r, res in enumerate(op.results):
                 t = res.type
                 known = tensor_types.get(t)
-                if known is not None:
-                    val = add_value(ARRAY, known[0], known[1], ins.id, r)
-                    vid[res] = val.id
-                    hvalues.append(res)
+                if known is not None:  # Graph.add_value for a known tensor type, written out
+                    n = len(values)
+                    values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, [], None, known[2], True))
+                    vid[res] = n
                     value_comp.append(cid)
-                    results.append(val.id)
+                    results.append(n)
                 else:
-                    results.append(self._new_value(res, t, ins.id, r, cid))
+                    results.append(self._new_value(res, t, iid, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
@@ -617,12 +648,13 @@ class _Importer:
             module_result = module_result[0]  # a tuple result is one nested array
         arg_attrs = _attr_dicts(f, "arg_attrs", len(params))
         res_attrs = _attr_dicts(f, "res_attrs", len(results))
+        parsed: dict[str, L.Layout] = {}  # thousands of parameters spell a few layouts
         g.entry_param_modes = [
-            _mode(_requested(a), module_params, i, v, where, f"parameter {i}")
+            _mode(_requested(a), module_params, i, v, where, f"parameter {i}", parsed)
             for i, (a, v) in enumerate(zip(arg_attrs, params))
         ]
         g.entry_result_modes = [
-            _mode(_requested(a), module_result, i, v, where, f"result {i}")
+            _mode(_requested(a), module_result, i, v, where, f"result {i}", parsed)
             for i, (a, v) in enumerate(zip(res_attrs, results))
         ]
         if self.given_layouts:
@@ -696,31 +728,45 @@ COPY_MARK = "stablehlo_layout.inserted"
 CHOSEN_MARK = "stablehlo_layout.chosen"
 
 
-def _unreached_private(funcs: list[ir.Operation], entry: str) -> set[str]:
+def _calls_of(name: str, f: ir.Operation, calls: dict[str, list[ir.Operation]]) -> list[ir.Operation]:
+    """The ``func.call`` ops in function ``f`` (named ``name``), in pre-order; each
+    function is walked for them once, however many of the steps ask."""
+    found = calls.get(name)
+    if found is None:
+        found = calls[name] = [op for op in nested_ops(f.operation) if op.name == "func.call"]
+    return found
+
+
+def _unreached_private(funcs: list[ir.Operation], entry: str, calls: dict[str, list[ir.Operation]]) -> set[str]:
     """Names of the private functions that no call reachable from ``entry`` names."""
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
     reached = {entry}
     pending = [entry]
     while pending:
-        f = by_name.get(pending.pop())
+        name = pending.pop()
+        f = by_name.get(name)
         if f is None:
             continue
-        for op in nested_ops(f.operation):
-            if op.name == "func.call":
-                callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                if callee not in reached:
-                    reached.add(callee)
-                    pending.append(callee)
-    return {name for name, f in by_name.items() if name not in reached
-            and "sym_visibility" in f.attributes and ir.StringAttr(f.attributes["sym_visibility"]).value == "private"}
+        for op in _calls_of(name, f, calls):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            if callee not in reached:
+                reached.add(callee)
+                pending.append(callee)
+    return {name for name, f in by_name.items() if name not in reached and _is_private(f)}
 
 
-def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
+def _is_private(f: ir.Operation) -> bool:
+    attrs = f.attributes
+    return "sym_visibility" in attrs and ir.StringAttr(attrs["sym_visibility"]).value == "private"
+
+
+def _flatten_calls(funcs: list[ir.Operation], entry: str, calls: dict[str, list[ir.Operation]]) -> set[str]:
     """Give every call site its own copy of the callee (XLA's FlattenCallGraph).
 
     Returns the names of the functions that are now called exactly once and
     will be imported inline.  Clones are named ``<callee>.site<k>``; the
-    rewrite later folds clones that ended up identical.
+    rewrite later folds clones that ended up identical.  ``calls`` gets every
+    function's call ops, the clones' too.
     """
     by_name = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in funcs}
     called: set[str] = set()
@@ -732,14 +778,12 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
         # (cloned) functions from ``start`` to the one being scanned.
         path = [start]
         on_path = {start}
-        stack = [iter(nested_ops(by_name[start].operation))]
+        stack = [iter(_calls_of(start, by_name[start], calls))]
         while stack:
             op = next(stack[-1], None)
             if op is None:
                 stack.pop()
                 on_path.discard(path.pop())
-                continue
-            if op.name != "func.call":
                 continue
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             base = by_name.get(callee)
@@ -760,16 +804,18 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str) -> set[str]:
                 clone.attributes["sym_name"] = ir.StringAttr.get(target)
                 clone.attributes["sym_visibility"] = ir.StringAttr.get("private")
                 by_name[target] = clone
+                if not _calls_of(callee, base, calls):
+                    calls[target] = []  # a clone of a function that calls nothing calls nothing
                 op.attributes["callee"] = ir.FlatSymbolRefAttr.get(target)
             called.add(target)
             path.append(target)
             on_path.add(target)
-            stack.append(iter(nested_ops(by_name[target].operation)))
+            stack.append(iter(_calls_of(target, by_name[target], calls)))
 
     # Start from the functions nobody calls: a callee reached first as a root
     # would be laid out twice.
     referenced = {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                  for f in funcs for op in nested_ops(f.operation) if op.name == "func.call"}
+                  for name, f in by_name.items() for op in _calls_of(name, f, calls)}
     roots = [entry] + [n for n in list(by_name) if n != entry and n not in referenced]
     for name in roots:
         if name not in called and len(by_name[name].regions[0].blocks):
@@ -842,7 +888,7 @@ def _module_layouts(module: ir.Operation, key: str) -> list[Any] | None:
 
 
 def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, where: str,
-          what: str) -> L.Layout | str | None:
+          what: str, parsed: dict[str, L.Layout]) -> L.Layout | str | None:
     """An entry parameter/result: a pinned layout, "auto", or None (unstated)."""
     if text is None:
         if module_layouts is not None and i < len(module_layouts) and not isinstance(module_layouts[i], list):
@@ -855,7 +901,9 @@ def _mode(text: str | None, module_layouts: list[Any] | None, i: int, v: Any, wh
     if text == "default":
         return L.default_layout(v.rank) if v.is_array else None
     try:
-        lay = L.parse_layout(text)
+        lay = parsed.get(text)
+        if lay is None:
+            lay = parsed[text] = L.parse_layout(text)
     except ValueError as e:
         raise PassError(f'{what}: mhlo.layout_mode = "{text}" is not a layout: {e}', where) from None
     if not v.is_array:

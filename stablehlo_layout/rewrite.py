@@ -49,6 +49,18 @@ class _Attrs:
     def __init__(self) -> None:
         self.dense: dict[L.Layout, ir.Attribute] = {}
         self.strings: dict[str, ir.Attribute] = {}
+        # (element, dims, layout) -> the ``xla_shape`` and ``result_layout`` of
+        # an array of that shape: a large module has a few hundred, shared by
+        # every op and copy of that shape.
+        self.shapes: dict[tuple, tuple[ir.Attribute, ir.Attribute]] = {}
+
+    def array(self, v: Value, lay: L.Layout | None) -> tuple[ir.Attribute, ir.Attribute]:
+        """The ``xla_shape`` and ``result_layout`` attributes of array value ``v`` laid out as ``lay``."""
+        key = (v.element, v.dims, lay)
+        pair = self.shapes.get(key)
+        if pair is None:
+            pair = self.shapes[key] = (self.string(shape_text(v, lay)), self.layout(lay or ()))
+        return pair
 
     def layout(self, lay: L.Layout) -> ir.Attribute:
         a = self.dense.get(lay)
@@ -91,24 +103,18 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     # choose; annotating them would also stop the printer from using their
     # compact form, which it does by dropping attributes.
     skip = [c.kind == "apply" for c in g.comps]
-    # A large module has a few hundred distinct (shape, layout) pairs.
-    shapes: dict[tuple, ir.Attribute] = {}
-    for ins in g.instrs:
-        op = ops[ins.id]
+    shapes, array = cache.shapes, cache.array
+    for ins, op in zip(g.instrs, ops):
         results = ins.results
         if op is None or not results or skip[ins.comp] or ins.op == "root":
             continue
         if len(results) == 1:
             v = values[results[0]]
-            if v.kind == ARRAY:
+            if v.is_array:
                 lay = layouts[v.id]
-                key = (v.element, v.dims, lay)
-                text = shapes.get(key)
-                if text is None:
-                    text = shapes[key] = cache.string(shape_text(v, lay))
+                pair = shapes.get((v.element, v.dims, lay)) or array(v, lay)  # cache.array, inlined
                 attrs = op.attributes
-                attrs["xla_shape"] = text
-                attrs["result_layout"] = cache.layout(lay or ())
+                attrs["xla_shape"], attrs["result_layout"] = pair
                 continue
         vals = [values[r] for r in results]
         if not any(v.kind == ARRAY or v.elements for v in vals):
@@ -138,14 +144,10 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         inside = edges[0].inside
         where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
                  else _right_after(source, starts))
-        with where:
-            attrs = {
-                "xla_shape": cache.string(shape_text(v, dst)),
-                "result_layout": cache.layout(dst),
-                COPY_MARK: cache.unit(),
-            }
-            cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
-                                     attributes=attrs, loc=loc)
+        shape, layout = cache.array(v, dst)
+        attrs = {"xla_shape": shape, "result_layout": layout, COPY_MARK: cache.unit()}
+        cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
+                                 attributes=attrs, loc=loc, ip=where)
         new = cp.results[0]
         for e in edges:
             _redirect(g, h, e, source, new, current)
@@ -206,7 +208,7 @@ def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: 
         views = h.views.get((v.id, scope))
         if views:
             return views[0]
-        handle = h.values[v.id]
+        handle = h.value(g, v.id)
         if handle is not None:
             return handle
         # A capture parameter: the outer value, as seen from the enclosing level.
@@ -305,7 +307,8 @@ def _fold_identical_clones(module: ir.Operation, h: Handles, a: Assignment) -> s
     body = module.regions[0].blocks[0]
     funcs = {ir.StringAttr(f.attributes["sym_name"]).value: f for f in body.operations
              if f.operation.name == "func.func"}
-    calls = {name: [op for op in nested_ops(f.operation) if op.name == "func.call"]
+    calls = {name: list(h.calls[name]) if name in h.calls else [op for op in nested_ops(f.operation)
+                                                                  if op.name == "func.call"]
              for name, f in funcs.items()}
     depth = _call_depths(funcs, calls)
     families: dict[str, list[str]] = defaultdict(list)
@@ -430,19 +433,34 @@ def _with_layout_modes(f: ir.Operation, key: str, values: list[Value], layouts: 
                        given: list[L.Layout | None], cache: _Attrs) -> ir.Attribute:
     existing = list(ir.ArrayAttr(f.attributes[key])) if key in f.attributes else []
     out = []
+    # An entry with thousands of parameters has a few distinct ones: (its
+    # attributes as read, its layout, chosen or not) -> its attributes now.
+    made: dict[tuple, ir.Attribute] = {}
     for i, v in enumerate(values):
-        entries: dict[str, ir.Attribute] = {}
-        if i < len(existing):
-            d = ir.DictAttr(existing[i])
-            for k in range(len(d)):
-                named = d[k]
-                entries[named.name] = named.attr
-        entries.pop(CHOSEN_MARK, None)  # an earlier run's mark: this run decides afresh
         lay = layouts[i] if i < len(layouts) else None
-        if v.kind == ARRAY and lay is not None:
-            entries["mhlo.layout_mode"] = _kept_tiling(entries.get("mhlo.layout_mode"), lay, key, i) \
-                or cache.string(L.format_layout(lay))
-            if i < len(given) and given[i] is None:
-                entries[CHOSEN_MARK] = cache.unit()
-        out.append(ir.DictAttr.get(entries))
+        lay = lay if v.kind == ARRAY else None
+        chosen = i < len(given) and given[i] is None
+        memo = (existing[i] if i < len(existing) else None, lay, chosen)
+        done = made.get(memo)
+        if done is None:
+            done = made[memo] = _layout_mode_entry(memo[0], lay, chosen, key, i, cache)
+        out.append(done)
     return ir.ArrayAttr.get(out)
+
+
+def _layout_mode_entry(existing: ir.Attribute | None, lay: L.Layout | None, chosen: bool, key: str, i: int,
+                       cache: _Attrs) -> ir.Attribute:
+    """One parameter's or result's attributes with the layout this run gave it (``lay``: None for none)."""
+    entries: dict[str, ir.Attribute] = {}
+    if existing is not None:
+        d = ir.DictAttr(existing)
+        for k in range(len(d)):
+            named = d[k]
+            entries[named.name] = named.attr
+    entries.pop(CHOSEN_MARK, None)  # an earlier run's mark: this run decides afresh
+    if lay is not None:
+        entries["mhlo.layout_mode"] = _kept_tiling(entries.get("mhlo.layout_mode"), lay, key, i) \
+            or cache.string(L.format_layout(lay))
+        if chosen:
+            entries[CHOSEN_MARK] = cache.unit()
+    return ir.DictAttr.get(entries)

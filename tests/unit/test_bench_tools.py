@@ -90,3 +90,17 @@ def test_instruction_phases_run_natively() -> None:
         proc = _python("-c", instructions._CHILD, str(REPO / DUMP), stop, str(REPO))
         assert proc.returncode == 0, (stop, proc.stderr[-2000:])
     assert instructions.STEPS[0] == "startup" and instructions.STEPS[-1] == "print"
+
+
+def test_instruction_command_child_runs_the_checkout_it_is_given(tmp_path) -> None:
+    """The whole-command child runs ``--code``'s stablehlo_layout, not the editable install's."""
+    code = tmp_path / "other"
+    (code / "stablehlo_layout").mkdir(parents=True)
+    (code / "stablehlo_layout" / "__init__.py").write_text("")
+    (code / "stablehlo_layout" / "cli.py").write_text(
+        "import sys\ndef run():\n    print('other checkout', sys.argv[1:])\n")
+    proc = _python("-c", instructions._COMMAND, str(code), "assign", "x.mlir")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == b"other checkout ['assign', 'x.mlir']"
+    proc = _python("-c", instructions._COMMAND, str(REPO), "assign", "--target", "xla-cpu", str(REPO / DUMP))
+    assert proc.returncode == 0 and proc.stdout.startswith(b"module"), proc.stderr[-2000:]

@@ -159,6 +159,30 @@ def test_final_text_bytes_refuses_a_dump_it_does_not_recognise(ctx: ir.Context, 
         mlir.final_text_bytes(module)
 
 
+@pytest.mark.parametrize("dump, printed", [
+    (b"// -----// IR Dump After Print //----- //\nmodule {\n}\n\n", b"module {\n}"),
+    (b"// -----// IR Dump After Print //----- //\n\n\n", b""),
+    (b"// -----// IR Dump After Print //----- //\nmodule {\n}\n", None),  # one newline short
+    (b"// -----// IR Dump After Print //----- //\n\n", None),
+    (b"// -----// IR Dump After Print //----- //", None),  # no line after the header
+    (b"// not a dump header\nmodule {\n}\n\n", None),
+])
+def test_final_text_bytes_reads_the_module_out_of_the_dump(ctx: ir.Context, monkeypatch, tmp_path,
+                                                          dump: bytes, printed: bytes | None) -> None:
+    """The module is the dump less its header line and two final newlines; any other layout is refused."""
+    import glob
+
+    module = mlir.load(ADD_TEXT, "add.mlir", ctx)
+    crafted = tmp_path / "crafted.mlir"
+    crafted.write_bytes(dump)
+    monkeypatch.setattr(glob, "glob", lambda *a, **k: [str(crafted)])
+    if printed is None:
+        with pytest.raises(PassError, match="unexpected layout"):
+            mlir.final_text_bytes(module)
+    else:
+        assert mlir.final_text_bytes(module) == printed
+
+
 def test_bytecode_round_trip(ctx: ir.Context) -> None:
     module = mlir.load(ADD_TEXT, "add.mlir", ctx)
     data = mlir.to_bytecode(module)

@@ -1,0 +1,75 @@
+"""A rewritten module that does not verify never leaves the tool: neither from
+``assign_module`` (it verifies) nor from the command (its printer verifies)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from jaxlib.mlir import ir
+
+from stablehlo_layout import assignment, cli, mlir
+from stablehlo_layout.errors import PassError
+from tests.conftest import load_text
+
+TEXT = """
+func.func public @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
+  %0 = stablehlo.transpose %x, dims = [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  %1 = stablehlo.negate %0 : tensor<8x4xf32>
+  return %1 : tensor<8x4xf32>
+}
+"""
+
+
+def _broken_rewrite(real):
+    """The real rewrite, then a bug of ours: a ``func.return`` in the middle of @main."""
+
+    def rewrite(module, a, h):
+        copies = real(module, a, h)
+        op = module.operation if isinstance(module, ir.Module) else module
+        main = op.regions[0].blocks[0].operations[0]
+        block = main.regions[0].blocks[0]
+        with op.context, ir.Location.unknown():
+            ir.Operation.create("func.return", ip=ir.InsertionPoint(block.operations[0]))
+        return copies
+
+    return rewrite
+
+
+@pytest.mark.parametrize("temporary_folder", [True, False])
+def test_printed_generic_tells_a_failed_verification(ctx: ir.Context, monkeypatch, tmp_path: Path,
+                                                      temporary_folder: bool) -> None:
+    if not temporary_folder:  # the printer final_text_bytes falls back to verifies too
+        import tempfile
+
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    module = load_text(TEXT, ctx=ctx)
+    assert not mlir.printed_generic(mlir.final_text_bytes(module))
+    assert not mlir.printed_generic(mlir.final_text_bytes(module, debuginfo=True))  # '#loc' aliases first
+    main = module.body.operations[0]
+    with ctx, ir.Location.unknown():
+        ir.Operation.create("func.return", ip=ir.InsertionPoint(main.regions[0].blocks[0].operations[0]))
+    assert mlir.printed_generic(mlir.final_text_bytes(module))
+    assert mlir.printed_generic(mlir.final_text_bytes(module, debuginfo=True))
+
+
+def test_assign_module_refuses_a_module_it_broke(monkeypatch) -> None:
+    monkeypatch.setattr(assignment, "rewrite", _broken_rewrite(assignment.rewrite))
+    with pytest.raises(PassError, match="internal error: the rewritten module does not verify "
+                                        r"\('func.return' op must be the last operation"):
+        assignment.assign_module(load_text(TEXT), "xla-cpu")
+
+
+@pytest.mark.parametrize("debuginfo", [[], ["--mlir-print-debuginfo"]])
+def test_the_command_refuses_a_module_it_broke(monkeypatch, tmp_path: Path, capsys, debuginfo) -> None:
+    src = tmp_path / "in.mlir"
+    src.write_text(TEXT)
+    out = tmp_path / "out.mlir"
+    assert cli.main(["assign", "--target", "xla-cpu", *debuginfo, str(src), "-o", str(out)]) == 0
+    assert out.exists()
+    out.unlink()
+    monkeypatch.setattr(assignment, "rewrite", _broken_rewrite(assignment.rewrite))
+    assert cli.main(["assign", "--target", "xla-cpu", *debuginfo, str(src), "-o", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "internal error: the rewritten module does not verify" in err[0], err
+    assert not out.exists()
