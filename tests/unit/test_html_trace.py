@@ -98,17 +98,17 @@ def test_data_records_follow_the_schema():
 
 def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
     real: list[list[tuple]] = []
-    orig = P.Engine._drain
+    orig = P.Engine.propagate
 
-    def drain(self, work, popped):
-        orig(self, work, popped)
-        if popped is not None and self.trace is not None:
-            real.append([(c.kind, (c.buffer,) if c.kind == "buffer" else (c.instr, c.operand)
-                          if c.kind == "operand" else (c.comp,)) for c in work])
+    def propagate(self):
+        # The core's own worklist after each pop (it records them when watched).
+        self.core.watch = True
+        orig(self)
+        real.extend(self.core.take_deques())
 
-    monkeypatch.setattr(P.Engine, "_drain", drain)
+    monkeypatch.setattr(P.Engine, "propagate", propagate)
     _, a, _ = _analyze(rel, target)
-    monkeypatch.setattr(P.Engine, "_drain", orig)
+    monkeypatch.setattr(P.Engine, "propagate", orig)
     mine = [[(f.kind, f.target) for f in state] for state in deque_states(a.trace)]
     return mine, real
 
