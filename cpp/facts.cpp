@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "reshape.h"
+
 namespace slcore {
 
 namespace {
@@ -12,16 +14,6 @@ void need(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("facts: ") + what + " has the wrong length");
 }
 
-bool only_size1_change(const Rows& dims, int32_t a, int32_t b) {
-  std::vector<int32_t> x, y;
-  for (const int32_t* d = dims.begin(a); d != dims.end(a); ++d) {
-    if (*d != 1) x.push_back(*d);
-  }
-  for (const int32_t* d = dims.begin(b); d != dims.end(b); ++d) {
-    if (*d != 1) y.push_back(*d);
-  }
-  return x == y;
-}
 
 }  // namespace
 
@@ -79,7 +71,9 @@ Facts build_facts(const Program& p, FactsInput given) {
     } else {
       if (in.hlo[i] == kReshapeOp) {
         const int32_t src = p.operands.begin(i)[0], dst = p.results.begin(i)[0];
-        f.dfs[i] = in.dims.count(src) == 1 || only_size1_change(in.dims, src, dst);
+        f.dfs[i] = in.dims.count(src) == 1 ||
+                   reshape_only_size1_change(in.dims.begin(src), in.dims.count(src), in.dims.begin(dst),
+                                             in.dims.count(dst));
       } else {
         f.dfs[i] = f.has(i, kRuleDfs);
       }

@@ -36,9 +36,9 @@ enum RuleBit : uint16_t {
 };
 
 // How an operand layout is derived from the output layout (buffer to operands)...
-enum Back : uint8_t { kBackNone = 0, kBackTranspose, kBackBroadcast, kBackAskRule, kBackAskTarget };
+enum Back : uint8_t { kBackNone = 0, kBackTranspose, kBackBroadcast, kBackAskRule, kBackAskTarget, kBackReshape };
 // ...and an output layout from an operand layout (operand to user).
-enum Fwd : uint8_t { kFwdNone = 0, kFwdTranspose, kFwdAskTarget };
+enum Fwd : uint8_t { kFwdNone = 0, kFwdTranspose, kFwdAskTarget, kFwdReshape };
 
 // What an operand constraint derives inside its user, past the aliases.
 enum ToUser : uint8_t { kToNothing = 0, kToStop, kToAllReduce, kToGo };
@@ -46,12 +46,22 @@ enum ToUser : uint8_t { kToNothing = 0, kToStop, kToAllReduce, kToGo };
 enum InstrKind : uint8_t { kOp = 0, kRootInstr, kParameter };
 enum CompKind : uint8_t { kFuncComp = 0, kBodyComp, kCondComp, kBranchComp, kApplyComp };
 
+// Per value, its extents (-1 for a dynamic one); 64 bits, as HLO's are.
+struct Extents {
+  std::vector<int32_t> start{0};
+  std::vector<int64_t> items;
+  int32_t size() const { return static_cast<int32_t>(start.size()) - 1; }
+  const int64_t* begin(int32_t v) const { return items.data() + start[v]; }
+  int32_t count(int32_t v) const { return start[v + 1] - start[v]; }
+  std::vector<int64_t> of(int32_t v) const { return {items.begin() + start[v], items.begin() + start[v + 1]}; }
+};
+
 // What the Python side hands over besides the Program: the values' shapes and
 // uses, the instructions' rules and attributes, the computations' kinds.
 struct FactsInput {
   std::vector<uint8_t> is_array;
   std::vector<int32_t> rank, buffer;
-  Rows dims;  // per value; -1 for a dynamic extent
+  Extents dims;
   Rows users, use_operand;  // per value, its uses (same row starts)
   std::vector<uint8_t> kind, hlo, back, fwd, active, layout_constrained;
   std::vector<uint16_t> rule;

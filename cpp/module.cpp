@@ -14,6 +14,7 @@
 #include "index.h"
 #include "order.h"
 #include "propagators.h"
+#include "reshape.h"
 
 namespace nb = nanobind;
 
@@ -107,6 +108,16 @@ NB_MODULE(_core, m) {
   for (const char* n : slcore::kRuleNames) names.append(n);
   m.attr("RULE_NAMES") = nb::tuple(names);
 
+  m.def(
+      "align_layouts",
+      [](const std::vector<int64_t>& in_dims, const Ids& in_layout, const std::vector<int64_t>& out_dims) -> nb::object {
+        if (in_layout.size() != in_dims.size()) throw std::invalid_argument("align_layouts: layout rank differs");
+        Ids out;
+        if (!slcore::align_layouts(in_dims, in_layout, out_dims, out)) return nb::none();
+        return nb::tuple(nb::cast(out));
+      },
+      "The core's AlignLayouts (cpp/reshape.cpp), the twin of layout.align_layouts.");
+
   nb::class_<Index>(m, "Index")
       .def(
           "__init__",
@@ -164,7 +175,8 @@ NB_MODULE(_core, m) {
   nb::class_<Core>(m, "Engine")
       .def(
           "__init__",
-          [](Core* self, const Index& index, Flags is_array, Ids rank, Ids buffer, Ids dims_start, Ids dims_items,
+          [](Core* self, const Index& index, Flags is_array, Ids rank, Ids buffer, Ids dims_start,
+             std::vector<int64_t> dims_items,
              Ids use_start, Ids users, Ids use_operand, Flags kind, Flags hlo, std::vector<uint16_t> rule, Flags back,
              Flags fwd, Flags active, Flags layout_constrained, Ids dim, Ids capture_start, Ids capture_items,
              Ids alias_start, Ids alias_items, Ids perm_start, Ids perm_items, Flags comp_kind, Ids caller,
@@ -174,7 +186,8 @@ NB_MODULE(_core, m) {
             in.is_array = std::move(is_array);
             in.rank = std::move(rank);
             in.buffer = std::move(buffer);
-            in.dims = rows(std::move(dims_start), std::move(dims_items));
+            in.dims.start = std::move(dims_start);
+            in.dims.items = std::move(dims_items);
             in.users = rows(use_start, std::move(users));
             in.use_operand = rows(std::move(use_start), std::move(use_operand));
             in.kind = std::move(kind);
@@ -255,6 +268,15 @@ NB_MODULE(_core, m) {
            })
       .def("propagate", [](Core& c) { c.e->propagate(); })
       .def("lay_out_trivial", [](Core& c, int32_t comp) { c.e->lay_out_trivial(comp); })
+      .def("lay_out_defaults",
+           [](Core& c, const Ids& buffers) {
+             for (int32_t b : buffers) {
+               if (b < 0 || b >= c.e->p.n_values() || !c.e->facts.in.is_array[b]) {
+                 throw std::out_of_range("lay_out_defaults: not an array buffer");
+               }
+             }
+             c.e->lay_out_defaults(buffers);
+           })
       // -- the store, read back
       .def("has_buffer", [](const Core& c, int32_t b) { return c.e->store.has_buffer(b); })
       .def("buffer_layout", [](const Core& c, int32_t b) { return c.e->buffer_layout(b); })

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "reshape.h"
+
 namespace slcore {
 
 namespace {
@@ -233,6 +235,9 @@ void Engine::buffer_to_operands(int32_t b) {
       if (in.back[instr] == kBackTranspose) {
         lay = transpose_operand(instr, layout);
         got = true;
+      } else if (in.back[instr] == kBackReshape) {
+        rule = kReshapeBitcast;
+        got = *k == 0 && reshape_layout(p.results.begin(instr)[0], layout, p.operands.begin(instr)[0], lay);
       } else if (in.back[instr] == kBackAskTarget) {
         got = deriver_->operand_from_output(instr, *k, layout, lay, rule);
       }
@@ -274,9 +279,9 @@ void Engine::operand_to_user(int32_t s, int32_t ov) {
   if (facts.has(instr, kToSiblings)) {
     if (in.hlo[instr] == kConcatenateOp) {
       const int32_t dim = in.dim[instr];
-      const int32_t mine = in.dims.begin(ov)[dim];
+      const int64_t mine = in.dims.begin(ov)[dim];
       for (const int32_t* o = p.operands.begin(instr); o != p.operands.end(instr); ++o) {
-        const int32_t other = in.dims.begin(*o)[dim];
+        const int64_t other = in.dims.begin(*o)[dim];
         if (mine < 0 || (other >= 0 && other > mine)) return;
       }
     }
@@ -308,6 +313,9 @@ void Engine::operand_to_user(int32_t s, int32_t ov) {
     if (fwd == kFwdTranspose) {
       lay = transpose_output(instr, layout);
       got = true;
+    } else if (fwd == kFwdReshape) {
+      rule = kReshapeBitcast;
+      got = n == 0 && reshape_layout(p.operands.begin(instr)[0], layout, r, lay);
     } else {
       got = deriver_->output_from_operand(instr, n, layout, k, lay, rule);
     }
@@ -341,6 +349,15 @@ void Engine::propagate_result(int32_t r) {
     const int32_t v = p.operands.begin(root)[k], lay = results[r].layouts[k];
     if (lay < 0 || !in.is_array[v] || in.rank[v] <= 1) continue;
     use_to_defs(v, lay, current_priority, -r - 1);
+  }
+}
+
+void Engine::lay_out_defaults(const std::vector<int32_t>& buffers) {
+  for (int32_t b : buffers) {
+    if (store.has_buffer(b)) continue;
+    set_buffer(layouts.default_of(facts.in.rank[b]), b, false, true, current_priority,
+               Why{kDefaultLayout, p.producer[b], -1});
+    propagate();
   }
 }
 
@@ -388,6 +405,15 @@ int32_t Engine::transpose_output(int32_t instr, int32_t operand) {
   scratch_.clear();
   for (const int32_t* d = layouts.begin(operand); d != layouts.end(operand); ++d) scratch_.push_back(inverse[*d]);
   return layouts.intern(scratch_);
+}
+
+bool Engine::reshape_layout(int32_t from, int32_t layout, int32_t to, int32_t& out) {
+  const Extents& dims = facts.in.dims;
+  if (!reshape_derivable(dims.begin(from), dims.count(from), dims.begin(to), dims.count(to))) return false;
+  std::vector<int32_t> given(layouts.begin(layout), layouts.end(layout));
+  if (!align_layouts(dims.of(from), given, dims.of(to), scratch_)) return false;
+  out = layouts.intern(scratch_);
+  return true;
 }
 
 bool Engine::broadcast_operand(int32_t instr, int32_t n, int32_t output, int32_t& layout) {

@@ -75,6 +75,10 @@ class Engine {
   void push_result(int32_t comp, std::vector<int32_t> layouts, int32_t priority, const Why& why);
   // Drains the worklist.
   void propagate();
+  // XLA's default loop: each buffer of ``buffers`` (in XLA's buffer-id order)
+  // that nothing constrained takes the row-major layout, non-mandatorily, and
+  // is propagated before the next one is looked at.
+  void lay_out_defaults(const std::vector<int32_t>& buffers);
   // A computation whose every array has one possible layout: each buffer takes it.
   void lay_out_trivial(int32_t comp);
   void new_round() { store.new_round(); }
@@ -110,6 +114,9 @@ class Engine {
   int32_t transpose_operand(int32_t instr, int32_t output);
   int32_t transpose_output(int32_t instr, int32_t operand);
   bool broadcast_operand(int32_t instr, int32_t n, int32_t output, int32_t& layout);
+  // Across a reshape from value ``from`` to value ``to``: the layout of ``to``
+  // that makes it a bitcast of ``from`` in ``layout``.
+  bool reshape_layout(int32_t from, int32_t layout, int32_t to, int32_t& out);
 
   bool tracing_;
   Deriver* deriver_;

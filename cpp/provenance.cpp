@@ -16,6 +16,8 @@ const char* const kRuleNames[kRuleCount] = {
     "same-layout-result",
     "only-layout",
     "transpose-bitcast",
+    "default-layout",
+    "reshape-bitcast",
 };
 
 int32_t Provenance::make(int32_t rule, int32_t instr, int32_t parent, int32_t note) {

@@ -32,6 +32,8 @@ enum Rule : int32_t {
   kSameLayoutResult,
   kOnlyLayout,
   kTransposeBitcast,
+  kDefaultLayout,
+  kReshapeBitcast,
   kRuleCount,
 };
 extern const char* const kRuleNames[kRuleCount];

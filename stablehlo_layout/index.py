@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import _core
 from .graph import Graph
-from .rules import OpRule, _transpose_back, _transpose_fwd, broadcast_operand
+from .rules import OpRule, _reshape_back, _reshape_fwd, _transpose_back, _transpose_fwd, broadcast_operand
 
 if TYPE_CHECKING:
     from .targets.base import Target
@@ -60,8 +60,8 @@ _HLO = {"while": 1, "reduce": 2, "all_reduce": 3, "concatenate": 4, "dynamic_upd
         "reshape": 6, "dynamic_slice": 7, "bitcast_convert": 8}
 _KIND = {"root": 1, "parameter": 2}
 _COMP_KIND = {"func": 0, "body": 1, "cond": 2, "branch": 3, "apply": 4}
-_BACK_NONE, _BACK_TRANSPOSE, _BACK_BROADCAST, _BACK_ASK_RULE, _BACK_ASK_TARGET = range(5)
-_FWD_NONE, _FWD_TRANSPOSE, _FWD_ASK_TARGET = range(3)
+_BACK_NONE, _BACK_TRANSPOSE, _BACK_BROADCAST, _BACK_ASK_RULE, _BACK_ASK_TARGET, _BACK_RESHAPE = range(6)
+_FWD_NONE, _FWD_TRANSPOSE, _FWD_ASK_TARGET, _FWD_RESHAPE = range(4)
 
 
 def _bits(rule: OpRule) -> int:
@@ -85,6 +85,8 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
         back = _BACK_NONE
     elif back_fn is _transpose_back and rule.hlo == "transpose":
         back = _BACK_TRANSPOSE
+    elif back_fn is _reshape_back and rule.hlo == "reshape":
+        back = _BACK_RESHAPE
     else:
         back = _BACK_ASK_TARGET
     if own_fwd:
@@ -93,6 +95,8 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
         fwd = _FWD_NONE
     elif fwd_fn is _transpose_fwd and rule.hlo == "transpose":
         fwd = _FWD_TRANSPOSE
+    elif fwd_fn is _reshape_fwd and rule.hlo == "reshape":
+        fwd = _FWD_RESHAPE
     else:
         fwd = _FWD_ASK_TARGET
     return back, fwd

@@ -14,7 +14,7 @@ the chain from any copy back to its sources.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 from weakref import WeakMethod
 
 from . import _core
@@ -38,8 +38,7 @@ from .options import check_entry_mode
 from .records import BufferConstraints, OperandConstraints, Records
 from .rules import OpRule
 
-if TYPE_CHECKING:
-    from .targets.base import Target
+from .targets.base import Target
 
 
 @dataclass(slots=True)
@@ -189,6 +188,8 @@ class Engine:
         self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
         self.forwarding = [r.forwards for r in self.rules]
         self.op_values = _OperandValues(graph)
+        # A target with its own unconstrained layout lays defaults out through Python.
+        self._own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
         # The core calls back through weak references: it must not keep this engine alive.
         back, fwd, own = (WeakMethod(m) for m in (self._derive_operand, self._derive_output, self._rule_operand))
         self.core = build_engine(graph, self.index, self.rules, target, self.active, self.exact, trace,
@@ -352,6 +353,10 @@ class Engine:
             self.core.propagate()
         except _core.DemandError as e:
             raise self._demand_error(e) from None
+        self._take_events()
+
+    def _take_events(self) -> None:
+        """The trace events of the worklist runs since the last call, all in this round and computation."""
         if self.trace is not None:
             origin = self.records.origin
             for popped, derived, seeds in self.core.take_events():
@@ -449,14 +454,18 @@ class Engine:
         has = self.core.has_buffer
         if self.target.loop_state_from_caller and comp.kind in ("body", "cond"):
             self.unconstrained_at_defaults[c] = {b for b in defaults if not has(b)}
-        for b in defaults:
-            if has(b):
-                continue
-            v = g.values[b]
-            lay = self.target.unconstrained_layout(g, v)
-            self.set_buffer_layout(lay, b, False, True, self.current_priority,
-                                   ("default-layout", v.producer, None))
-            self.propagate()
+        if self._own_defaults:
+            for b in defaults:
+                if has(b):
+                    continue
+                v = g.values[b]
+                lay = self.target.unconstrained_layout(g, v)
+                self.set_buffer_layout(lay, b, False, True, self.current_priority,
+                                       ("default-layout", v.producer, None))
+                self.propagate()
+        else:
+            self.core.lay_out_defaults(defaults)  # the row-major default, each propagated in turn
+            self._take_events()
         self._record_computation_layout(c)
         if self.caller_decides:
             self._push_loop_state_into_callees(specials)
