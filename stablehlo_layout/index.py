@@ -9,7 +9,7 @@ operands, ...) travel as a ``start`` list and an ``items`` list: row ``i`` is
 
 from __future__ import annotations
 
-from itertools import accumulate, chain
+from itertools import accumulate, chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -113,25 +113,37 @@ def build_engine(g: Graph, index: _core.Index, rules: Sequence[OpRule], target: 
     dims = [d if None not in d else tuple(-1 if x is None else x for x in d) for d in _field("dims", values)]
     uses = _field("uses", values)
     flat_uses = list(chain.from_iterable(chain.from_iterable(uses)))
-    per_rule: dict[int, tuple[int, int, int, int]] = {}
-    codes = []
-    for rule in rules:
-        c = per_rule.get(id(rule))
-        if c is None:
-            c = per_rule[id(rule)] = (_HLO.get(rule.hlo, 0), _bits(rule), *_derivations(rule, target))
-        codes.append(c)
-    hlo, bits, back, fwd = (list(x) for x in zip(*codes)) if codes else ([], [], [], [])
+    # A target may refine rules per instruction, but most share a few objects:
+    # the codes are made once per distinct rule, then looked up in C (map).
+    ids = list(map(id, rules))
+    hlo_of, bits_of, back_of, fwd_of, attr_of = {}, {}, {}, {}, {}
+    for i, rule in dict(zip(ids, rules)).items():
+        hlo_of[i], bits_of[i] = _HLO.get(rule.hlo, 0), _bits(rule)
+        back_of[i], fwd_of[i] = _derivations(rule, target)
+        # The attribute the core reads for it: a permutation, broadcast dims, a concatenate's dim.
+        if back_of[i] == _BACK_TRANSPOSE or fwd_of[i] == _FWD_TRANSPOSE:
+            attr_of[i] = "perm"
+        elif back_of[i] == _BACK_BROADCAST:
+            attr_of[i] = "dims"
+        elif hlo_of[i] == _HLO["concatenate"]:
+            attr_of[i] = "dim"
+    hlo, bits, back, fwd = (list(map(m.__getitem__, ids)) for m in (hlo_of, bits_of, back_of, fwd_of))
     attrs = _field("attrs", instrs)
-    perm: list[Sequence[int]] = []
-    dim: list[int] = []
-    for a, h, b, f in zip(attrs, hlo, back, fwd):
-        if b == _BACK_TRANSPOSE or f == _FWD_TRANSPOSE:
-            perm.append(a["perm"])
-        elif b == _BACK_BROADCAST:
-            perm.append(a["dims"])
-        else:
-            perm.append(())
-        dim.append(a["dim"] if h == 4 else 0)
+    n = len(instrs)
+    perm: list[Sequence[int]] = [()] * n
+    dim = [0] * n
+    if attr_of:
+        for k, name in enumerate(map(attr_of.get, ids)):
+            if name == "dim":
+                dim[k] = attrs[k]["dim"]
+            elif name is not None:
+                perm[k] = attrs[k][name]
+    constrained = [False] * n
+    aliases: list[Sequence[int]] = [()] * n
+    for k, a in enumerate(attrs):
+        if a and ("aliases" in a or "layout_constrained" in a):
+            constrained[k] = bool(a.get("layout_constrained"))
+            aliases[k] = list(chain.from_iterable(a.get("aliases", ())))
     return _core.Engine(
         index,
         _field("is_array", values),
@@ -141,13 +153,13 @@ def build_engine(g: Graph, index: _core.Index, rules: Sequence[OpRule], target: 
         [0, *accumulate(map(len, uses))],
         flat_uses[0::2],
         flat_uses[1::2],
-        [_KIND.get(op, 0) for op in _field("op", instrs)],
+        list(map(_KIND.get, _field("op", instrs), repeat(0))),
         hlo, bits, back, fwd,
         list(active),
-        [bool(a.get("layout_constrained")) if a else False for a in attrs],
+        constrained,
         dim,
         *_rows(_field("captures", instrs)),
-        *_rows([list(chain.from_iterable(a["aliases"])) if a and "aliases" in a else () for a in attrs]),
+        *_rows(aliases),
         *_rows(perm),
         [_COMP_KIND[k] for k in _field("kind", comps)],
         [-1 if c is None else c for c in _field("caller", comps)],
