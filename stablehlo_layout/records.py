@@ -37,6 +37,8 @@ class Records:
 
     # -- ids ----------------------------------------------------------------
     def lid(self, layout: L.Layout) -> int:
+        if layout.__class__ is not tuple:
+            layout = L.intern(layout)  # a user target may hand over a list
         i = self.layout_ids.get(layout)
         if i is None:
             i = self.layout_ids[layout] = self.core.intern(list(layout))
