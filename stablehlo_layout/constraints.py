@@ -1,4 +1,4 @@
-"""The three constraint kinds, their provenance, and XLA's overwrite rules.
+"""The three constraint kinds and their provenance, as Python reads them.
 
 Priorities follow XLA: a fallback computation layout sits at -2, the pass's
 own demands start at 0 and rise by one per round, and a layout the caller
@@ -8,7 +8,8 @@ Provenance: a constraint changes in place (as XLA's do), so what it *was*
 when it caused something else is kept in an immutable ``Origin`` — the
 rule that set it, what it set, and the ``Origin`` of the constraint it was
 derived from.  Following ``parent`` links walks from any decision back to
-its source, and the chain can never loop.
+its source, and the chain can never loop.  The core (cpp/provenance.*) keeps
+these as records; ``records.py`` builds the objects when they are read.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ DEFAULT_PRIORITY = -2
 BEGINNING_PRIORITY = 0
 GIVEN_PRIORITY = 3
 NUMBER_OF_ROUNDS = 2
-# A buffer's layout may be changed by non-mandatory requests at most twice;
-# that stops two equally-strong demands from flipping it forever.
-MAX_LAYOUT_CHANGES = 2
+# XLA's overwrite rules (BufferLayoutConstraint::UpdateLayout, the operand
+# first-writer rule, the two-change history limit) live in the core's store,
+# cpp/store.cpp: the classes here are what Python reads back from it.
 
 BUFFER, OPERAND, RESULT = "buffer", "operand", "result"
 
@@ -70,15 +71,6 @@ class Origin:
         return node
 
 
-def as_origin(origin: "Origin | tuple") -> Origin:
-    """The engine's hot paths pass ``(rule, instr, parent[, note])`` and build the
-    Origin only when a constraint takes it: most demands are refused.
-
-    With ``facts=False`` (an engine run that nobody will explain) constraints
-    keep that raw tuple instead, and no fact is ever built."""
-    return origin if origin.__class__ is Origin else Origin(*origin)
-
-
 @dataclass(slots=True, eq=False)
 class Constraint:
     layout: Layout
@@ -102,41 +94,6 @@ class BufferConstraint(Constraint):
 
     kind = BUFFER
 
-    def update(self, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-               origin: "Origin | tuple", round_: int, buffer_is_array: bool = True,
-               facts: bool = True) -> bool:
-        """Apply XLA's BufferLayoutConstraint::UpdateLayout; True when changed."""
-        if layout == self.layout:
-            changed = False
-            if mandatory and not self.mandatory:
-                self.mandatory = changed = True
-            if dfs and not self.dfs:
-                self.dfs = changed = True
-            if priority > self.priority:
-                self.priority = priority
-                changed = True
-            if changed:
-                self.round = round_
-                self.origin = as_origin(origin).attached(BUFFER, (self.buffer,), layout, self.priority,
-                                                         self.mandatory, self.dfs, round_) if facts else origin
-            return changed
-        if not mandatory:
-            if len(self.history) >= MAX_LAYOUT_CHANGES:
-                return False
-            if not buffer_is_array:
-                return False
-            if priority <= self.priority:
-                return False
-        self.history += (self.layout,)
-        self.origin = as_origin(origin).attached(BUFFER, (self.buffer,), layout, priority, mandatory, dfs,
-                                                 round_, self.layout) if facts else origin
-        self.layout = layout
-        self.mandatory = mandatory
-        self.dfs = dfs
-        self.priority = priority
-        self.round = round_
-        return True
-
 
 @dataclass(slots=True, eq=False)
 class OperandConstraint(Constraint):
@@ -156,19 +113,6 @@ class ResultConstraint(Constraint):
     layouts: tuple[Layout | None, ...] = ()
 
     kind = RESULT
-
-
-def new_buffer(buffer: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-               origin: Origin | tuple, round_: int, facts: bool = True) -> BufferConstraint:
-    fact = as_origin(origin).attached(BUFFER, (buffer,), layout, priority, mandatory, dfs, round_) if facts else origin
-    return BufferConstraint(layout, mandatory, dfs, priority, fact, round_, buffer)
-
-
-def new_operand(instr: int, operand: int, layout: Layout, mandatory: bool, dfs: bool, priority: int,
-                origin: Origin | tuple, round_: int, facts: bool = True) -> OperandConstraint:
-    fact = (as_origin(origin).attached(OPERAND, (instr, operand), layout, priority, mandatory, dfs, round_)
-            if facts else origin)
-    return OperandConstraint(layout, mandatory, dfs, priority, fact, round_, instr, operand)
 
 
 def new_result(comp: int, layouts: tuple[Layout | None, ...], priority: int, origin: Origin,

@@ -13,15 +13,14 @@ the chain from any copy back to its sources.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
+from weakref import WeakMethod
 
+from . import _core
 from . import layout as L
 from .constraints import (
     BEGINNING_PRIORITY,
-    new_buffer,
-    new_operand,
     new_result,
     DEFAULT_PRIORITY,
     GIVEN_PRIORITY,
@@ -31,19 +30,17 @@ from .constraints import (
     Constraint,
     OperandConstraint,
     Origin,
-    ResultConstraint,
-    as_origin,
 )
 from .demands import BUFFER, FREE_OPERANDS, OPERAND, RESULTS, Demand
 from .errors import PassError
 from .graph import Graph, Instruction, Value, shape_text
-from .index import build_index
+from .index import build_engine, build_index
 from .options import check_entry_mode
-from .rules import OpRule, dfs_for
+from .records import BufferConstraints, OperandConstraints, Records
+from .rules import OpRule
 from .target_view import TargetView
 
-if TYPE_CHECKING:
-    from .targets.base import Target
+from .targets.base import Target
 
 
 @dataclass(slots=True)
@@ -127,7 +124,31 @@ class Assignment:
     given_results: list[L.Layout | None] = field(default_factory=list)
 
 
+class _OperandValues:
+    """Per instruction, its operand values, implicit captures last (built when a target asks)."""
+
+    def __init__(self, g: Graph) -> None:
+        self._g = g
+        self._rows: dict[int, list[Value]] = {}
+
+    def __getitem__(self, iid: int) -> list[Value]:
+        row = self._rows.get(iid)
+        if row is None:
+            ins, values = self._g.instrs[iid], self._g.values
+            row = self._rows[iid] = [values[v] for v in (ins.operands + list(ins.captures) if ins.captures
+                                                         else ins.operands)]
+        return row
+
+
 class Engine:
+    """The driver of XLA's pass over the compiled core (``cpp/propagators.*``).
+
+    The core holds the constraint store, the worklist and the propagators;
+    this class runs the rounds and the per-computation steps around them and
+    is what targets talk to (``set_*_layout``, ``demand_operands``, ``bc`` and
+    ``oc`` to read the store).
+    """
+
     def __init__(self, graph: Graph, target: "Target", entry_mode: str = "default",
                  trace: bool = False, exact: bool = False) -> None:
         check_entry_mode(entry_mode)
@@ -135,20 +156,11 @@ class Engine:
         self.target = target
         self.entry_mode = entry_mode
         self.trace: list[TraceEvent] | None = [] if trace else None
-        self._run_seeds: list[Origin] | None = None  # the current run's initial deque, until its first pop
         # Exact: run every round and every computation through the worklist,
-        # so that traces and explanations show XLA's steps and numbering.
+        # so that traces and explanations show XLA's steps and numbering; the
+        # core then also keeps every provenance fact.
         self.exact = exact or trace
-        # Provenance facts are built only for runs that will be explained.
-        self.facts = self.exact
-        # Set when a demand was weakened below the current priority: then the
-        # rounds are no longer shifts of one another (see _repeats).
-        self.weakened = False
         self.entry_result_pushed = False
-        self.current_priority = BEGINNING_PRIORITY
-        self.round = 0
-        self.bc: dict[int, BufferConstraint] = {}
-        self.oc: dict[tuple[int, int], OperandConstraint] = {}
         self.comp_layouts: dict[int, ComputationLayout] = {}
         self.conditional_mismatch: dict[int, list[L.Layout | None]] = {}
         # Cross-module all-reduces on one channel agree on a layout; the first
@@ -161,10 +173,9 @@ class Engine:
         self.caller_decides: dict[int, list[int]] = {}
         # Per loop condition, its body and the slots the caller left to the body.
         self.cond_follows_body: dict[int, tuple[int, list[int]]] = {}
-        self.added: list[Constraint] = []
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
-        # Per-instruction facts the hot loops read, computed once.
+        # Per-instruction facts the driver and targets read, computed once.
         self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
@@ -180,11 +191,48 @@ class Engine:
         exact_, trivial = self.exact, self.trivial
         self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
         self.forwarding = [r.forwards for r in self.rules]
-        self._precompute_edges()
+        self.op_values = _OperandValues(graph)
+        # A target with its own unconstrained layout lays defaults out through Python.
+        self._own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
+        # The core calls back through weak references: it must not keep this engine alive.
+        back, fwd, own = (WeakMethod(m) for m in (self._derive_operand, self._derive_output, self._rule_operand))
+        self.core = build_engine(graph, self.index, self.rules, target, self.active, self.exact, trace,
+                                 lambda *a: back()(*a), lambda *a: fwd()(*a),  # type: ignore[misc]
+                                 lambda *a: own()(*a))  # type: ignore[misc]
+        self.records = Records(self.core, self.exact)
+        # The store, read-only (targets read it; set_* writes it).
+        self.bc = BufferConstraints(self.records)
+        self.oc = OperandConstraints(self.records)
+        self._slot_ids: dict[int, tuple[object, list[tuple[int, int]]]] = {}
+        self.current_priority = BEGINNING_PRIORITY
+        self.round = 0
         self.comp_order: list[int] = self.index.computation_order()  # callees first, the entry last
         self._number_buffers()
         self.given_params: list[L.Layout | None] = []
         self.given_results: list[L.Layout | None] = []
+
+    # The core reads the round and the current priority on every demand it makes.
+    @property
+    def current_priority(self) -> int:
+        return self.core.priority
+
+    @current_priority.setter
+    def current_priority(self, value: int) -> None:
+        self.core.priority = value
+
+    @property
+    def round(self) -> int:
+        return self.core.round
+
+    @round.setter
+    def round(self, value: int) -> None:
+        self.core.round = value
+
+    @property
+    def weakened(self) -> bool:
+        """A demand was weakened below the current priority: then the rounds are
+        no longer shifts of one another (see _repeats)."""
+        return self.core.weakened
 
     # -- ordering (the core's order room: cpp/order.cpp) --------------------
     def post_order(self, c: int) -> list[int]:
@@ -203,124 +251,22 @@ class Engine:
         """The op's rule as the target sees it (a target may refine the table)."""
         return self.rules[iid]
 
-    def _precompute_edges(self) -> None:
-        """The per-instruction and per-buffer facts the propagators read on every pop."""
-        g = self.g
-        values, instrs, comps = g.values, g.instrs, g.comps
-        self.dfs_of: list[bool] = []
-        # Is the HLO shape a tuple (several results, a tuple, a while, or a
-        # parameter of a loop or branch computation)?
-        self.tshape: list[bool] = []
-        self.op_values: list[Sequence[Value]] = []  # every operand, implicit captures last
-        self.n_results: list[int] = []
-        self.n_operands: list[int] = []
-        self.alias_pairs: list = []
-        self.variadic_reduce: list[bool] = []
-        self.own_buffers: list[tuple[Value, ...]] = []  # own array buffers among the result leaves
-        self.to_siblings = [r.to_siblings for r in self.rules]
-        self.array_operands: list[tuple[int, ...]] = []  # operands that can carry a choice (numbers)
-        # What a buffer constraint asks of the producer's operands: nothing for
-        # parameters, roots, ops whose results are all scalars or vectors, and
-        # tuple operands of ops that cannot change layout.
-        self.b2o: list[tuple[int, ...]] = []
-        # What an operand constraint derives inside its user, past the aliases:
-        # None (a root), "stop", "all_reduce" (its result follows), or "go".
-        self.o2r: list[str | None] = []
-        # One pass with the appends bound: this runs once per instruction.
-        add_values, add_results = self.op_values.append, self.n_results.append
-        add_operands, add_aliases = self.n_operands.append, self.alias_pairs.append
-        add_variadic, add_own = self.variadic_reduce.append, self.own_buffers.append
-        add_arrays, add_b2o, add_o2r = self.array_operands.append, self.b2o.append, self.o2r.append
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        add_dfs, add_tshape = self.dfs_of.append, self.tshape.append
-        for ins, rule, lv, on in zip(instrs, self.rules, self.leaves, self.active):
-            if not on:
-                add_dfs(False)
-                add_tshape(False)
-                add_values(())
-                add_own(())
-                add_arrays(())
-                add_b2o(())
-                add_results(0)
-                add_operands(0)
-                add_aliases(())
-                add_variadic(False)
-                add_o2r(None)
-                continue
-            op = ins.op
-            ops = ins.operands + ins.captures if ins.captures else ins.operands  # captures last
-            if op == "root":
-                add_dfs(False)
-                ts = False
-            elif op == "parameter":
-                add_dfs(False)
-                ts = comps[ins.comp].kind in ("body", "cond", "branch")
-            else:
-                add_dfs(dfs_for(g, ins, rule))
-                ts = len(lv) != 1 or ins.results[0] != lv[0] or rule.hlo == "while"
-            add_tshape(ts)
-            ovs = [values[v] for v in ops]
-            add_values(ovs)
-            add_results(len(ins.results))
-            nops = len(ins.operands)
-            add_operands(nops)
-            add_aliases(ins.attrs.get("aliases", ()) if ins.attrs else ())
-            add_variadic(len(lv) > 1 and rule.hlo == "reduce")
-            if len(lv) == 1:
-                r = values[lv[0]]
-                add_own((r,) if r.is_array and r.buffer == r.id else ())
-                scalar_results = r.rank <= 1 or not r.is_array
-            else:
-                lvs = [values[r] for r in lv]
-                add_own(tuple(r for r in lvs if r.is_array and r.buffer == r.id))
-                scalar_results = all(r.rank <= 1 or not r.is_array for r in lvs)
-            arrays = tuple([n for n, ov in enumerate(ovs[:nops] if ins.captures else ovs)
-                            if ov.rank > 1 and ov.is_array])
-            arrays = shared.setdefault(arrays, arrays)  # (0,), (0, 1), ...: a handful in all
-            add_arrays(arrays)
-            if (op == "parameter" or op == "root" or (not rule.can_change and rule.tuple_operand)
-                    or scalar_results):
-                add_b2o(())
-            else:
-                add_b2o(arrays)
-            if op == "root":
-                add_o2r(None)
-            elif rule.tuple_operand:
-                add_o2r("stop")
-            elif rule.hlo == "all_reduce":
-                add_o2r("all_reduce")
-            elif rule.can_change and ts and rule.hlo != "reduce":
-                add_o2r("stop")
-            else:
-                add_o2r("go")
-        # Per buffer: the (user, operand) slots a producer's layout is offered
-        # to, and the while-body parameters its value feeds back into.
-        is_root = [ins.op == "root" for ins in instrs]
-        forwarding, n_results = self.forwarding, self.n_results
-        # A buffer's uses are those of every value that aliases it, in value order.
-        self.consumers: dict[int, list[tuple[int, int]]] = {}
-        consumers, active = self.consumers, self.active
-        for v in values:
-            if v.is_array and active[v.producer]:
-                slots = consumers.get(v.buffer)
-                if slots is None:
-                    slots = consumers[v.buffer] = []
-                if v.rank:
-                    for use in v.uses:
-                        user, n = use
-                        if not is_root[user] and not (forwarding[user] and n < n_results[user]):
-                            slots.append(use)
-        self.back_edges: dict[int, list[tuple[int, int]]] = {}
-        for comp in g.comps:
-            if comp.kind != "body" or comp.caller is None or comp.root < 0:
-                continue
-            found: list[tuple[int, int, int, int]] = []
-            for p, vid in enumerate(instrs[comp.root].operands):
-                v = values[vid]
-                if p < len(comp.params) and v.is_array and instrs[values[v.buffer].producer].comp == comp.id:
-                    found.append((v.buffer, vid, p, instrs[comp.params[p]].results[0]))
-            for buf, _, _, param_value in sorted(found):
-                self.back_edges.setdefault(buf, []).append((param_value, comp.caller))
+    # -- the target's derivations, called back by the core -------------------
+    def _derive_operand(self, iid: int, n: int, output: int) -> tuple[int, int] | None:
+        got = self.target.operand_from_output(self.g, self.g.instrs[iid], n, self.records.layout(output),
+                                              self.rules[iid])
+        return None if got is None else (self.records.lid(got[0]), self.records.name(got[1]))
+
+    def _derive_output(self, iid: int, n: int, operand: int, result: int) -> tuple[int, int] | None:
+        got = self.target.output_from_operand(self.g, self.g.instrs[iid], n, self.records.layout(operand),
+                                              result, self.rules[iid])
+        return None if got is None else (self.records.lid(got[0]), self.records.name(got[1]))
+
+    def _rule_operand(self, iid: int, n: int, output: int) -> int | None:
+        derive = self.rules[iid].operand_from_output
+        assert derive is not None
+        got = derive(self.g, self.g.instrs[iid], n, self.records.layout(output))
+        return None if got is None else self.records.lid(got)
 
     def _trivial(self, c: int) -> bool:
         """Every array of non-entry computation ``c`` has rank 0 or 1, so one layout each.
@@ -347,83 +293,24 @@ class Engine:
                     return False
         return True
 
-    # -- setting constraints (XLA's Set*Layout) ------------------------------
-    # ``origin`` may be an Origin or the tuple to build one from (see as_origin).
+    # -- setting constraints (XLA's Set*Layout, in the core) -----------------
+    # ``origin`` may be an Origin or the tuple ``(rule, instr, parent[, note])``
+    # to build one from: the core makes a record only when a constraint takes it.
     def set_buffer_layout(self, layout: L.Layout, buffer: int, mandatory: bool, dfs: bool,
                           priority: int, origin: Origin | tuple) -> None:
-        v = self.g.values[buffer]
-        if not v.is_array:
-            raise PassError(f"internal: layout for non-array value {buffer}")
-        if len(layout) != v.rank:
-            raise PassError(
-                f"layout {L.format_layout(layout)} has the wrong rank for "
-                f"{shape_text(v)}",
-                self.g.instrs[v.producer].loc,
-            )
-        c = self.bc.get(buffer)
-        if c is None:
-            c = new_buffer(buffer, layout, mandatory, dfs, priority, origin, self.round, self.facts)
-            self.bc[buffer] = c
-        elif not c.update(layout, mandatory, dfs, priority, origin, self.round,
-                          not self.tshape[v.producer], self.facts):
-            return
-        if c.dfs:  # _push's common case, without the call
-            self.added.append(c)
-        else:
-            self._push(c)
-        aliases = self.alias_pairs[v.producer]
-        if aliases:
-            position = self.leaves[v.producer].index(buffer)
-            for out_index, operand_no in aliases:
-                if out_index == position:
-                    self.set_operand_layout(layout, v.producer, operand_no, mandatory, dfs, priority,
-                                            ("custom-call-alias", v.producer, c.origin))
+        r = self.records
+        try:
+            self.core.set_buffer(r.lid(layout), buffer, mandatory, dfs, priority, *r.why(origin))
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     def set_operand_layout(self, layout: L.Layout, iid: int, n: int, mandatory: bool, dfs: bool,
                            priority: int, origin: Origin | tuple) -> None:
-        v = self.op_values[iid][n]
-        if not v.is_array or v.rank == 0:
-            return
-        if len(layout) != v.rank:
-            raise PassError(f"layout {L.format_layout(layout)} has the wrong rank for operand {n}",
-                            self.g.instrs[iid].loc)
-        if self.forwarding[iid] and n < self.n_results[iid]:
-            return
-        if not mandatory:
-            # XLA lets operand 0 decide a dynamic-update-slice, and a reshape of
-            # a dynamic-slice, by weakening the other demands.
-            hlo = self.rules[iid].hlo
-            if hlo == "dynamic_update_slice" and n > 0 and priority > DEFAULT_PRIORITY:
-                dfs = False
-                priority -= 1
-                self.weakened = True
-            elif hlo == "reshape" and self.rules[self.op_values[iid][0].producer].hlo == "dynamic_slice":
-                dfs = False
-                priority -= 1
-                self.weakened = True
-        key = (iid, n)
-        cur = self.oc.get(key)
-        if cur is None:
-            c = new_operand(iid, n, layout, mandatory, dfs, priority, origin, self.round, self.facts)
-            self.oc[key] = c
-        else:
-            if cur.layout == layout:
-                return
-            if not mandatory:
-                return  # first writer wins: XLA never negotiates operand layouts
-            if cur.priority > priority:
-                return
-            # XLA keeps one slot per (instruction, operand) and queues pointers
-            # to it: an entry still waiting in the worklist propagates the
-            # replacement, not the layout it was queued with.
-            c = cur
-            c.layout, c.mandatory, c.dfs, c.priority, c.round = layout, mandatory, dfs, priority, self.round
-            c.origin = (as_origin(origin).attached("operand", key, layout, priority, mandatory, dfs, self.round)
-                        if self.facts else origin)
-        if c.dfs:  # _push's common case, without the call
-            self.added.append(c)
-        else:
-            self._push(c)
+        r = self.records
+        try:
+            self.core.set_operand(r.lid(layout), iid, n, mandatory, dfs, priority, *r.why(origin))
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     def demand_operands(self, iid: int, slots: Sequence[tuple[int, L.Layout]], priority: int,
                         origin: tuple) -> None:
@@ -433,43 +320,20 @@ class Engine:
         already know each slot holds an array of rank >= 1 that the
         instruction does not forward, and that ``layout`` has its rank.
         """
-        oc, added, round_, facts = self.oc, self.added, self.round, self.facts
-        for n, layout in slots:
-            key = (iid, n)
-            if key not in oc:
-                c = oc[key] = new_operand(iid, n, layout, True, True, priority, origin, round_, facts)
-                added.append(c)
-
-    def _push(self, c: Constraint) -> None:
-        if c.dfs:
-            self.added.append(c)
-            return
-        # Keep the batch's BFS tail in descending priority: insert after the
-        # last entry whose priority is at least ours.
-        i = len(self.added)
-        while i > 0 and self.added[i - 1].priority < c.priority:
-            i -= 1
-        self.added.insert(i, c)
+        got = self._slot_ids.get(id(slots))
+        if got is None:
+            lid = self.records.lid
+            got = self._slot_ids[id(slots)] = (slots, [(n, lid(lay)) for n, lay in slots])  # keeps slots alive
+        self.core.demand_operands(iid, got[1], priority, *self.records.why(origin))
 
     def set_instruction_layout(self, layouts: list[L.Layout | None], iid: int, mandatory: bool,
                                priority: int, origin: Origin) -> None:
-        values = self.g.values
-        for r, lay in zip(self.leaves[iid], layouts):
-            if lay is not None and values[r].is_array and values[r].buffer == r:
-                self.set_buffer_layout(lay, r, mandatory, True, priority, origin)
-        # XLA's SetInstructionLayout: an array-shaped op that cannot change
-        # layout takes its same-rank operands along (while/conditional excepted).
-        rule = self.rules[iid]
-        leaves = self.leaves[iid]
-        if (rule.can_change or rule.tuple_operand or len(leaves) != 1 or not layouts
-                or layouts[0] is None or not values[leaves[0]].is_array):
-            return
-        lay = layouts[0]
-        for n, vid in enumerate(self.g.instrs[iid].operands):
-            v = values[vid]
-            if v.is_array and v.rank == len(lay) and v.rank > 0:
-                self.set_operand_layout(lay, iid, n, mandatory, True, priority, Origin(
-                    "same-layout-operand", iid, origin if origin.kind else None, origin.note))
+        r = self.records
+        try:
+            self.core.set_instruction([-1 if lay is None else r.lid(lay) for lay in layouts], iid, mandatory,
+                                      priority, *r.why(origin))
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     # -- the target's demands (targets/base.py, demands.py) ------------------
     def _view_for_target(self) -> TargetView:
@@ -503,202 +367,43 @@ class Engine:
             else:
                 raise PassError(f"internal: a demand of unknown kind {kind!r}")
 
-    # -- the worklist --------------------------------------------------------
+    def _push_result(self, c: int, layouts: list[L.Layout | None], priority: int, origin: Origin) -> None:
+        r = self.records
+        self.core.push_result(c, [-1 if lay is None else r.lid(lay) for lay in layouts], priority,
+                              *r.why(origin))
+
+    def _demand_error(self, e: _core.DemandError) -> PassError:
+        what, a, b, lid = e.args
+        lay = L.format_layout(self.records.layout(lid))
+        if what == 2:
+            return PassError(f"internal: layout for non-array value {a}")
+        if what == 0:
+            v = self.g.values[a]
+            return PassError(f"layout {lay} has the wrong rank for {shape_text(v)}", self.g.instrs[v.producer].loc)
+        return PassError(f"layout {lay} has the wrong rank for operand {b}", self.g.instrs[a].loc)
+
+    # -- the worklist (in the core) ------------------------------------------
     def propagate(self) -> None:
-        """Drain the worklist.  The buffer propagator's common steps are written
-        out here: this loop runs once per constraint."""
-        work: deque[Constraint] = deque()
-        self._drain(work, None)
-        added, tracing = self.added, self.trace is not None
-        if tracing:
-            self._run_seeds = [c.origin for c in work]
-        values, op_values, n_operands = self.g.values, self.op_values, self.n_operands
-        oc, o2r, b2o = self.oc, self.o2r, self.b2o
-        consumers, back_edges = self.consumers, self.back_edges
-        set_buffer, set_operand, use_to_defs = self.set_buffer_layout, self.set_operand_layout, self._use_to_defs
-        while work:
-            c = work.popleft()
-            cls = c.__class__
-            if cls is OperandConstraint:
-                iid, n = c.instr, c.operand  # type: ignore[attr-defined]
-                ov = op_values[iid][n]
-                if ov.rank > 1 and ov.is_array:
-                    use_to_defs(ov, c.layout, c.priority, c)
-                    if o2r[iid] is not None and n < n_operands[iid]:
-                        self._operand_to_user(c, ov)  # type: ignore[arg-type]
-            elif cls is BufferConstraint:
-                v = values[c.buffer]  # type: ignore[attr-defined]
-                if v.is_array:
-                    if b2o[v.producer]:
-                        self._buffer_to_operands(c, v)  # type: ignore[arg-type]
-                    # The producer's layout is offered to every consumer (PropagateBufferConstraintToUses).
-                    layout, prio, parent = c.layout, c.priority, c.origin
-                    for slot in consumers[v.buffer]:
-                        if slot not in oc:  # a non-mandatory demand never replaces one
-                            set_operand(layout, slot[0], slot[1], False, True, prio,
-                                        ("producer-layout", slot[0], parent))
-                    back = back_edges.get(v.buffer)
-                    if back:
-                        for param_value, caller in back:
-                            set_buffer(layout, param_value, False, True, self.current_priority,
-                                       ("while-back-edge", caller, parent))
-            else:
-                assert isinstance(c, ResultConstraint)
-                self._propagate_result(c)
-            if tracing:
-                self._drain(work, c)
-            elif added:
-                for x in added:
-                    if x.dfs:
-                        work.appendleft(x)
-                    else:
-                        work.append(x)
-                added.clear()
+        """Drain the worklist."""
+        try:
+            self.core.propagate()
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
+        self._take_events()
 
-    def _drain(self, work: deque[Constraint], popped: Constraint | None) -> None:
-        if self.trace is not None and popped is not None:
-            # Constraints change in place later; the trace keeps them as they were.
-            self.trace.append(TraceEvent(self.round, self.comp, popped.origin,
-                                         [c.origin for c in self.added], self._run_seeds))
-            self._run_seeds = None
-        for c in self.added:
-            if c.dfs:
-                work.appendleft(c)
-            else:
-                work.append(c)
-        self.added.clear()
-
-    # -- propagators ---------------------------------------------------------
-    # Each demand is checked against the slot it would change before it is
-    # made: most are refused by XLA's overwrite rules, and a refused demand
-    # costs a dict lookup instead of a call and a provenance record.
-    def _buffer_to_operands(self, c: BufferConstraint, v: Value) -> None:
-        iid = v.producer
-        rule = self.rules[iid]
-        prio = self.current_priority
-        layout = c.layout
-        if not rule.can_change:
-            oc, ovs = self.oc, self.op_values[iid]
-            for n in self.b2o[iid]:
-                ov = ovs[n]
-                if ov.rank == v.rank:
-                    cur = oc.get((iid, n))
-                    if cur is not None and (cur.layout == layout or cur.priority > prio):
-                        continue
-                    self.set_operand_layout(layout, iid, n, True, True, prio,
-                                            ("same-layout-operand", iid, c.origin))
-                elif rule.hlo == "bitcast_convert":
-                    lay = _bitcast_convert_operand_layout(layout, ov.rank)
-                    self.set_operand_layout(lay, iid, n, True, True, prio,
-                                            ("bitcast-convert-rank-change", iid, c.origin))
-            return
-        g = self.g
-        ins = g.instrs[iid]
-        if rule.broadcast:
-            for n in self.b2o[iid]:
-                lay = rule.operand_from_output(g, ins, n, layout)  # type: ignore[misc]
-                if lay is not None:
-                    self.set_operand_layout(lay, iid, n, True, self.dfs_of[iid], prio,
-                                            ("broadcast-operand", iid, c.origin))
-        elif not self.tshape[iid]:
-            for n in self.b2o[iid]:
-                derive = self.target.operand_from_output(g, ins, n, layout, rule)
-                if derive is not None:
-                    lay, name = derive
-                    self.set_operand_layout(lay, iid, n, rule.always_backward, self.dfs_of[iid], prio,
-                                            (name, iid, c.origin))
-
-    def _operand_to_user(self, c: OperandConstraint, ov: Value) -> None:
-        """What an operand's layout derives inside its user (not a root, not a capture)."""
-        iid = c.instr
-        step = self.o2r[iid]
-        g = self.g
-        rule = self.rules[iid]
-        aliases = self.alias_pairs[iid]
-        if aliases:
-            # A custom call's output aliased to this operand follows it.
-            leaves = self.leaves[iid]
-            for out_index, operand_no in aliases:
-                if (operand_no == c.operand and out_index < len(leaves)
-                        and g.values[leaves[out_index]].is_array):
-                    self.set_buffer_layout(c.layout, leaves[out_index], rule.always_forward,
-                                           self.dfs_of[iid], c.priority, ("custom-call-alias", iid, c.origin))
-        if step == "stop":
-            return
-        ins = g.instrs[iid]
-        if ins.attrs and ins.attrs.get("layout_constrained"):
-            return
-        if step == "all_reduce":
-            leaves = self.leaves[iid]
-            r = leaves[c.operand] if len(leaves) > 1 else leaves[0]
-            self.set_buffer_layout(c.layout, r, True, True, self.current_priority,
-                                   ("all-reduce-operand", iid, c.origin))
-            if rule.can_change and self.tshape[iid]:
-                return
-        if self.forwarding[iid] and c.operand < self.n_results[iid]:
-            return
-        layout, prio = c.layout, c.priority
-        if self.to_siblings[iid]:
-            if rule.hlo == "concatenate":
-                dim = ins.attrs["dim"]
-                mine = ov.dims[dim]
-                for s in ins.operands:
-                    other = g.values[s].dims[dim]
-                    if mine is None or (other is not None and other > mine):
-                        return
-            oc, bc, ovs = self.oc, self.bc, self.op_values[iid]
-            rank = ov.rank
-            for m in self.array_operands[iid]:
-                if m == c.operand or ovs[m].rank != rank:
-                    continue
-                cur = oc.get((iid, m))
-                if cur is not None and (cur.layout == layout or cur.priority > prio):
-                    continue
-                self.set_operand_layout(layout, iid, m, True, True, prio,
-                                        ("same-layout-sibling", iid, c.origin))
-            for rv in self.own_buffers[iid]:
-                if rv.rank == rank:
-                    cur = bc.get(rv.id)
-                    if (cur is not None and cur.layout == layout and cur.mandatory and cur.dfs
-                            and cur.priority >= prio):
-                        continue
-                    self.set_buffer_layout(layout, rv.id, True, True, prio, ("same-layout-result", iid, c.origin))
-            return
-        for r_index, r in enumerate(ins.results):
-            rv = g.values[r]
-            if not rv.is_array or rv.rank <= 1 or rv.buffer != r:
-                continue
-            derive = self.target.output_from_operand(g, ins, c.operand, layout, r_index, rule)
-            if derive is not None:
-                lay, name = derive
-                self.set_buffer_layout(lay, r, rule.always_forward, self.dfs_of[iid], prio,
-                                       (name, iid, c.origin))
-
-    def _use_to_defs(self, v: Value, layout: L.Layout, priority: int, parent: Constraint) -> None:
-        """A demand on a use asks the value's producer for the same layout
-        (XLA's PropagateUseConstraintToDefs)."""
-        buf = v.buffer
-        producer = self.g.values[buf].producer
-        if self.variadic_reduce[producer]:
-            return  # XLA never lets a variadic reduce's outputs take use demands
-        cur = self.bc.get(buf)
-        if cur is not None and priority <= cur.priority and (cur.dfs or cur.layout != layout):
-            return  # a non-mandatory request needs a higher priority (or to turn on DFS)
-        self.set_buffer_layout(layout, buf, False, True, priority, ("consumer-demand", producer, parent.origin))
-
-    def _propagate_result(self, c: ResultConstraint) -> None:
-        root = self.g.instrs[self.g.comps[c.comp].root]
-        for vid, lay in zip(root.operands, c.layouts):
-            v = self.g.values[vid]
-            if lay is None or not v.is_array or v.rank <= 1:
-                continue
-            self._use_to_defs(v, lay, self.current_priority, c)
+    def _take_events(self) -> None:
+        """The trace events of the worklist runs since the last call, all in this round and computation."""
+        if self.trace is not None:
+            origin = self.records.origin
+            for popped, derived, seeds in self.core.take_events():
+                self.trace.append(TraceEvent(self.round, self.comp, origin(popped),  # type: ignore[arg-type]
+                                             [origin(d) for d in derived],  # type: ignore[misc]
+                                             None if seeds is None else [origin(s) for s in seeds]))  # type: ignore[misc]
 
     # -- one computation -----------------------------------------------------
     def _layout_of(self, vid: int) -> L.Layout | None:
-        v = self.g.values[vid]
-        c = self.bc.get(v.buffer)
-        return c.layout if c is not None else None
+        lid = self.core.buffer_layout(self.g.values[vid].buffer)
+        return None if lid < 0 else self.records.layout(lid)
 
     def _new_comp_layout(self, c: int) -> ComputationLayout:
         comp = self.g.comps[c]
@@ -768,13 +473,12 @@ class Engine:
             cl.results = list(self.conditional_mismatch[c])
             cl.priority = self.current_priority + NUMBER_OF_ROUNDS
             cl.result_set = True
-            self._push(new_result(c, tuple(cl.results), cl.priority,
-                                  Origin("branch-result-agreement", comp.caller), self.round))
+            self._push_result(c, cl.results, cl.priority, Origin("branch-result-agreement", comp.caller))
         elif (is_entry and any(x is not None for x in cl.params + cl.results)
               and any(x is not None for x in cl.results)) or (
                 self.current_priority > BEGINNING_PRIORITY and (is_entry or cl.result_set)):
             why = "entry-result" if is_entry else "computation-result"
-            self._push(new_result(c, tuple(cl.results), cl.priority, Origin(why, comp.root), self.round))
+            self._push_result(c, cl.results, cl.priority, Origin(why, comp.root))
             if is_entry:
                 self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
@@ -787,17 +491,21 @@ class Engine:
         if self.caller_decides:
             self._loop_state_from_initial_values(specials)
         # 5. Defaults, one buffer at a time, each propagated before the next.
-        bc = self.bc
+        has = self.core.has_buffer
         if self.target.loop_state_from_caller and (comp.kind in ("body", "cond") or self.caller_decides):
-            self.unconstrained_at_defaults[c] = {b for b in defaults if b not in bc}
-        for b in defaults:
-            if b in bc:
-                continue
-            v = g.values[b]
-            lay = self.target.unconstrained_layout(g, v)
-            self.set_buffer_layout(lay, b, False, True, self.current_priority,
-                                   ("default-layout", v.producer, None))
-            self.propagate()
+            self.unconstrained_at_defaults[c] = {b for b in defaults if not has(b)}
+        if self._own_defaults:
+            for b in defaults:
+                if has(b):
+                    continue
+                v = g.values[b]
+                lay = self.target.unconstrained_layout(g, v)
+                self.set_buffer_layout(lay, b, False, True, self.current_priority,
+                                       ("default-layout", v.producer, None))
+                self.propagate()
+        else:
+            self.core.lay_out_defaults(defaults)  # the row-major default, each propagated in turn
+            self._take_events()
         self._record_computation_layout(c)
         if self.caller_decides:
             self._push_loop_state_into_callees(specials)
@@ -836,14 +544,7 @@ class Engine:
 
     def _lay_out_trivial(self, c: int) -> None:
         """A computation of scalars and vectors: each buffer takes its only layout."""
-        g = self.g
-        values, bc = g.values, self.bc
-        for iid in g.comps[c].instrs:
-            for r in self.leaves[iid]:
-                v = values[r]
-                if v.is_array and v.buffer == r:
-                    bc[r] = new_buffer(r, L.default_layout(v.rank), True, True, self.current_priority,
-                                       ("only-layout", v.producer, None), self.round, self.facts)
+        self.core.lay_out_trivial(c)
         self._record_computation_layout(c)
 
     def _param_note(self, c: int, p: int) -> str:
@@ -871,6 +572,7 @@ class Engine:
         g = self.g
         target = ins.attrs.get("target", "")
         ins.attrs["layout_constrained"] = True
+        self.core.set_layout_constrained(ins.id)
         origin = Origin("custom-call-layout", ins.id, None, f"custom_call @{target}")
         results = ins.attrs["result_layouts"]
         lays = [lay if g.values[r].is_array and lay is not None and len(lay) == g.values[r].rank else None
@@ -1088,9 +790,7 @@ class Engine:
         changed = False
         while changed or i < NUMBER_OF_ROUNDS:
             self.round = i
-            # New tables, not cleared ones: the Assignment keeps the last round's.
-            self.bc = {}
-            self.oc = {}
+            self.core.new_round()  # the store keeps one round's constraints
             self.entry_result_pushed = False
             before = self._entry_interface()
             for c in self.comp_order:
@@ -1197,24 +897,15 @@ class Engine:
     # -- AssignLayouts -------------------------------------------------------
     def _assign(self, rounds: int, computed: int) -> Assignment:
         g = self.g
-        layouts: list[L.Layout | None] = [None] * len(g.values)
-        bc = self.bc
-        for v in g.values:
-            if v.is_array:
-                c = bc.get(v.buffer)
-                if c is None:
-                    raise PassError(f"internal: no layout was assigned to value {v.id}",
-                                    g.instrs[v.producer].loc)
-                layouts[v.id] = c.layout
-        copies: list[CopyEdge] = []
-        op_values, n_operands = self.op_values, self.n_operands
-        for (iid, n), c in self.oc.items():
-            if n >= n_operands[iid]:
-                continue  # implicit captures are settled below
-            ov = op_values[iid][n]
-            have = layouts[ov.id]
-            if have is not None and have != c.layout and ov.rank > 0 and ov.is_array:
-                copies.append(CopyEdge(ov.id, have, c.layout, iid, n, c))
+        missing, lids = self.core.value_layouts()
+        if missing >= 0:
+            raise PassError(f"internal: no layout was assigned to value {missing}",
+                            g.instrs[g.values[missing].producer].loc)
+        known = self.records.layout
+        layouts: list[L.Layout | None] = [None if i < 0 else known(i) for i in lids]
+        bc, oc = BufferConstraints(self.records, cache=True), OperandConstraints(self.records, cache=True)
+        copies = [CopyEdge(v, layouts[v], known(want), iid, n, oc.get((iid, n)))  # type: ignore[arg-type]
+                  for (iid, n), (v, want) in self.core.copy_candidates(lids)]
         # Implicit captures must match the region parameter they stand for.
         shared = self._shared_branch_operands()
         # Inside a branch that copies its parameter, every use reads the copy:
@@ -1232,7 +923,7 @@ class Engine:
                 if want is not None and have is not None and want != have and ov.rank > 0:
                     inside = comp if g.comps[comp].kind == "branch" and comp not in shared else None
                     copies.append(CopyEdge(ov.id, have, want, ins.id, base + k,
-                                           self.oc.get((ins.id, base + k)), inside))
+                                           oc.get((ins.id, base + k)), inside))
                     if inside is not None:
                         # XLA's CopyOperandIfLayoutsDiffer: the branch parameter
                         # takes the operand's layout, the copy sits in the branch.
@@ -1272,7 +963,7 @@ class Engine:
                 entry_results.append(ecl.results[i])
             else:
                 entry_results.append(layouts[vid])
-        return Assignment(g, layouts, copies, self.bc, self.oc, self.comp_layouts,
+        return Assignment(g, layouts, copies, bc, oc, self.comp_layouts,  # type: ignore[arg-type]
                           entry_params, entry_results, rounds, self.target, self.entry_mode, self.trace,
                           rounds_computed=computed, exact=self.exact,
                           given_params=list(self.given_params), given_results=list(self.given_results))
@@ -1307,13 +998,6 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
 def _branch_signature(g: Graph, comp: int) -> tuple[int, ...]:
     """The outer values a branch reads, in parameter order: its HLO tuple operand."""
     return tuple(g.instrs[p].attrs.get("capture", -1) for p in g.comps[comp].params)
-
-
-def _bitcast_convert_operand_layout(output: L.Layout, operand_rank: int) -> L.Layout:
-    """A rank-changing bitcast-convert splits or merges the last dimension, most minor."""
-    if operand_rank < len(output):
-        return L.intern(d for d in output if d != len(output) - 1)
-    return L.intern([operand_rank - 1] + list(output))
 
 
 def assign_layouts(graph: Graph, target: "Target", entry_mode: str = "default",

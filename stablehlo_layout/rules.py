@@ -93,12 +93,6 @@ def _reshape_fwd(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r: i
     return L.align_layouts(src, operand, dst)
 
 
-def _reshape_dfs(g: "Graph", ins: "Instruction") -> bool:
-    src = g.values[ins.operands[0]].dims
-    dst = g.values[ins.results[0]].dims
-    return len(src) == 1 or L.reshape_only_size1_change(src, dst)
-
-
 def broadcast_operand(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> L.Layout | None:
     if n != 0:
         return None
@@ -204,9 +198,3 @@ def rule_for(op: str) -> OpRule:
     # Unknown: it may change layout, and its operands and results are
     # pinned to the default layout (see engine), never guessed.
     return OpRule(op, can_change=True, known=False)
-
-
-def dfs_for(g: "Graph", ins: "Instruction", rule: OpRule) -> bool:
-    if rule.hlo == "reshape":
-        return _reshape_dfs(g, ins)
-    return rule.dfs

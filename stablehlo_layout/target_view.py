@@ -74,7 +74,9 @@ class TargetView:
         put(self, "_graph", graph)
         put(self, "_rules", tuple(rules))
         put(self, "_leaves", tuple(leaves))
-        put(self, "_op_values", tuple(op_values))
+        # The engine builds operand rows when first asked (most instructions
+        # never are); the view hands out copies of them, never the rows.
+        put(self, "_op_values", op_values)
         put(self, "_forwarding", tuple(forwarding))
         put(self, "_post_order", post_order)
         put(self, "_given_params", tuple(given_params))

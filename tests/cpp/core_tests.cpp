@@ -7,7 +7,11 @@
 #include <vector>
 
 #include "index.h"
+#include "layouts.h"
 #include "order.h"
+#include "provenance.h"
+#include "store.h"
+#include "worklist.h"
 
 using slcore::Program;
 using Ids = std::vector<int32_t>;
@@ -173,6 +177,131 @@ void test_malformed_index_is_refused() {
   CHECK(refused);
 }
 
+// --- the store: XLA's overwrite rules ---------------------------------------
+
+struct StoreFixture {
+  slcore::Layouts layouts;
+  slcore::Provenance prov{true};
+  slcore::Store store{4, 4};
+  int32_t row = layouts.intern({1, 0}), col = layouts.intern({0, 1});
+  slcore::Why why{slcore::kNoName, -1, -1, slcore::kNoName, -1};
+  bool buffer(int32_t layout, bool mandatory, bool dfs, int32_t priority, bool array_shape = true) {
+    return store.update_buffer(0, layout, mandatory, dfs, priority, array_shape, why, 0, prov);
+  }
+};
+
+void test_same_layout_upgrades_flags_and_priority() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 0));
+  CHECK(f.buffer(f.row, true, true, 2));
+  const slcore::BufferSlot& c = f.store.buffer(0);
+  CHECK(c.mandatory && c.dfs && c.priority == 2);
+  CHECK(!f.buffer(f.row, false, false, 1));  // nothing to upgrade
+  CHECK(f.store.history(0).empty());
+}
+
+void test_mandatory_request_always_overwrites() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, true, false, 5));
+  CHECK(f.buffer(f.col, true, true, 0));
+  CHECK(f.store.buffer(0).layout == f.col && f.store.buffer(0).priority == 0);
+  CHECK(f.store.history(0) == Ids{f.row});
+  // The change's record says what it replaced.
+  CHECK(f.prov[f.store.buffer(0).origin].was == f.row);
+}
+
+void test_non_mandatory_needs_strictly_higher_priority() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 1));
+  CHECK(!f.buffer(f.col, false, true, 1));
+  CHECK(f.buffer(f.col, false, true, 2));
+  CHECK(f.store.buffer(0).layout == f.col);
+}
+
+void test_non_mandatory_may_beat_mandatory_with_higher_priority() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, true, false, 0));
+  CHECK(f.buffer(f.col, false, true, 1));
+  CHECK(!f.store.buffer(0).mandatory);
+}
+
+void test_non_mandatory_changes_are_capped_at_two() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 0));
+  CHECK(f.buffer(f.col, false, true, 1));
+  CHECK(f.buffer(f.row, false, true, 2));
+  CHECK(!f.buffer(f.col, false, true, 3));  // a third change is refused
+  CHECK(f.buffer(f.col, true, true, 0));    // a mandatory one is not capped
+  CHECK((f.store.history(0) == Ids{f.row, f.col, f.row}));
+}
+
+void test_non_mandatory_refused_on_a_tuple_element() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 0));
+  CHECK(!f.buffer(f.col, false, true, 5, false));
+  CHECK(f.buffer(f.col, true, true, 0, false));
+}
+
+void test_operand_first_writer_wins_unless_mandatory_and_strong_enough() {
+  StoreFixture f;
+  auto set = [&](int32_t layout, bool mandatory, int32_t priority) {
+    return f.store.update_operand(1, 7, 0, layout, mandatory, true, priority, f.why, 0, f.prov);
+  };
+  CHECK(set(f.row, false, 1));
+  CHECK(!set(f.col, false, 5));  // XLA never negotiates operand layouts
+  CHECK(!set(f.row, true, 5));   // the same layout: nothing changes
+  CHECK(!set(f.col, true, 0));   // weaker than what holds the slot
+  CHECK(set(f.col, true, 1));
+  CHECK(f.store.operand(1).layout == f.col && f.store.operand(1).mandatory);
+  CHECK((f.store.operand_order() == Ids{1}));
+  const slcore::Record& r = f.prov[f.store.operand(1).origin];
+  CHECK(r.kind == slcore::kOperand && r.a == 7 && r.b == 0 && r.layout == f.col);
+}
+
+void test_a_new_round_forgets_every_slot() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 0));
+  CHECK(f.buffer(f.col, true, false, 0));
+  f.store.new_round();
+  CHECK(!f.store.has_buffer(0));
+  CHECK(f.buffer(f.col, false, false, 0));
+  CHECK(f.store.history(0).empty() && f.store.buffer(0).changes == 0);
+}
+
+void test_a_python_origin_is_filled_once_then_copied() {
+  slcore::Provenance prov(true);
+  const int32_t made = prov.make(3, 1, -1, 0);
+  const slcore::Why why{0, -1, -1, 0, made};
+  CHECK(prov.attach(why, slcore::kBuffer, 4, -1, 0, 1, true, true, 0, -1) == made);
+  const int32_t copy = prov.attach(why, slcore::kBuffer, 5, -1, 0, 1, true, true, 0, -1);
+  CHECK(copy != made && prov[copy].rule == 3 && prov[copy].a == 5 && prov[made].a == 4);
+  // Fast runs keep the link only: no fact, and a made record is used as it is.
+  slcore::Provenance fast(false);
+  const int32_t m2 = fast.make(3, 1, -1, 0);
+  CHECK(fast.attach({0, -1, -1, 0, m2}, slcore::kBuffer, 4, -1, 0, 1, true, true, 0, -1) == m2);
+  CHECK(!fast.has_fact(m2));
+}
+
+// --- the worklist ------------------------------------------------------------
+
+void test_worklist_dfs_front_last_first_bfs_back_by_priority() {
+  slcore::Worklist w;
+  // (kind, id) -> priority, dfs
+  const int32_t prio[4] = {0, 0, 0, 1};
+  const bool dfs[4] = {true, false, true, false};
+  auto priority_of = [&](slcore::Ref r) { return prio[r.id]; };
+  for (int32_t id : {0, 1, 2, 3}) w.add({slcore::kBuffer, id}, dfs[id], prio[id], priority_of);
+  // A breadth-first entry goes after the last entry at least as strong (of either kind).
+  Ids batch;
+  for (const slcore::Ref& r : w.added()) batch.push_back(r.id);
+  CHECK((batch == Ids{3, 0, 1, 2}));
+  w.drain([&](slcore::Ref r) { return dfs[r.id]; });
+  Ids order;
+  while (!w.empty()) order.push_back(w.pop().id);
+  // Depth-first ones go to the front, the last added first; the others to the back.
+  CHECK((order == Ids{2, 0, 3, 1}));
+}
+
 }  // namespace
 
 int main() {
@@ -183,6 +312,16 @@ int main() {
   test_shape_indices_flatten_nested_tuples();
   test_number_buffers_skips_and_counts_two_per_array();
   test_malformed_index_is_refused();
+  test_same_layout_upgrades_flags_and_priority();
+  test_mandatory_request_always_overwrites();
+  test_non_mandatory_needs_strictly_higher_priority();
+  test_non_mandatory_may_beat_mandatory_with_higher_priority();
+  test_non_mandatory_changes_are_capped_at_two();
+  test_non_mandatory_refused_on_a_tuple_element();
+  test_operand_first_writer_wins_unless_mandatory_and_strong_enough();
+  test_a_new_round_forgets_every_slot();
+  test_a_python_origin_is_filled_once_then_copied();
+  test_worklist_dfs_front_last_first_bfs_back_by_priority();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

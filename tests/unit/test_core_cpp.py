@@ -66,3 +66,25 @@ def test_the_engine_takes_its_orders_from_the_core():
     assert e.comp_order == [entry]
     # Every value an instruction defines is its own shape index here (no tuples).
     assert e.leaves == [list(ins.results) for ins in g.instrs]
+
+
+def test_the_cores_align_layouts_is_the_python_one():
+    # The core derives across reshapes itself for targets that keep the base
+    # rule; layout.align_layouts stays for the targets that refine it.  Both
+    # must agree on every layout of every shape pair tried here.
+    from itertools import permutations
+
+    from stablehlo_layout import layout as L
+
+    shapes = [(2, 3, 4), (6, 4), (24,), (4, 6), (2, 12), (1, 24), (24, 1), (2, 1, 12), (3, 8), (4, 3, 2),
+              (1, 2, 3, 4), (2, 3, 1, 4), (0, 4), (4, 0), (8, 3), (2, 2, 6)]
+    checked = 0
+    for src in shapes:
+        for dst in shapes:
+            if src == dst or (0 in src) != (0 in dst):
+                continue
+            for lay in permutations(range(len(src))):
+                assert _core.align_layouts(list(src), list(lay), list(dst)) == L.align_layouts(src, lay, dst), \
+                    (src, lay, dst)
+                checked += 1
+    assert checked > 1000

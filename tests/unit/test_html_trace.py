@@ -98,17 +98,24 @@ def test_data_records_follow_the_schema():
 
 def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
     real: list[list[tuple]] = []
-    orig = P.Engine._drain
+    orig = P.Engine._take_events
 
-    def drain(self, work, popped):
-        orig(self, work, popped)
-        if popped is not None and self.trace is not None:
-            real.append([(c.kind, (c.buffer,) if c.kind == "buffer" else (c.instr, c.operand)
-                          if c.kind == "operand" else (c.comp,)) for c in work])
+    def take_events(self):
+        # The core's own worklist after each pop (it records them when watched;
+        # every worklist run, the default loop's too, ends here).
+        real.extend(self.core.take_deques())
+        orig(self)
 
-    monkeypatch.setattr(P.Engine, "_drain", drain)
+    def watched(cls):
+        def init(self, *args, **kwargs):
+            cls(self, *args, **kwargs)
+            self.core.watch = True
+        return init
+
+    monkeypatch.setattr(P.Engine, "__init__", watched(P.Engine.__init__))
+    monkeypatch.setattr(P.Engine, "_take_events", take_events)
     _, a, _ = _analyze(rel, target)
-    monkeypatch.setattr(P.Engine, "_drain", orig)
+    monkeypatch.undo()
     mine = [[(f.kind, f.target) for f in state] for state in deque_states(a.trace)]
     return mine, real
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from stablehlo_layout.constraints import BufferConstraint, OperandConstraint, Origin
 from stablehlo_layout.importer import import_module
 from stablehlo_layout.propagation import Engine, assign_layouts
 from stablehlo_layout.targets import GenericTarget
@@ -26,26 +25,6 @@ func.func public @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32> {mhlo.layout_mod
   return %0 : tensor<4x8xf32>
 }
 """
-
-
-def test_worklist_dfs_front_lifo_bfs_back_by_priority():
-    g, _ = graph_of(PINNED)
-    e = Engine(g, GenericTarget())
-    o = Origin("test")
-    a = BufferConstraint((1, 0), False, True, 0, o, 0, buffer=0)  # constructed directly: no fact needed
-    b = BufferConstraint((1, 0), False, True, 0, o, 0, buffer=1)
-    low = OperandConstraint((1, 0), False, False, 0, o, 0, instr=2, operand=0)
-    high = OperandConstraint((1, 0), False, False, 1, o, 0, instr=2, operand=1)
-    for c in (a, low, b, high):
-        e._push(c)
-    # BFS constraints stay sorted by descending priority within the batch.
-    assert e.added.index(high) < e.added.index(low)
-    from collections import deque
-
-    work: deque = deque()
-    e._drain(work, None)
-    # DFS ones go to the front, the last added first; BFS ones to the back.
-    assert list(work) == [b, a, high, low]
 
 
 def test_two_pinned_operands_of_an_add_one_copy():
