@@ -16,7 +16,6 @@ dumps as ``oracle.run_oracle`` does for XLA:CPU.
 
 from __future__ import annotations
 
-import functools
 import os
 import tempfile
 import time
@@ -31,13 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "gpus")
 
-@functools.cache
 def oracle_available() -> tuple[bool, str]:
-    """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not).
-
-    Asked once per process: what pip installed does not change under a running
-    harness, so the packages' metadata need not be read again for every compile.
-    """
+    """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not)."""
     from stablehlo_layout.xla_gpu_compile import plugin_available, plugin_version_mismatch
 
     if not plugin_available():
