@@ -138,8 +138,9 @@ class Records:
         return OperandConstraint(self.layout(lay), mandatory, dfs, priority, self._origin(origin), round_, *key)
 
     def _origin(self, rec: int) -> Origin | None:
-        # Fast runs keep no facts and nobody explains them: no Origin is built.
-        return self.origin(rec) if self.exact else None
+        # A fast run's records hold the links (rule, instruction, parent, note)
+        # but no facts; the Origin is built only when a constraint is read.
+        return self.origin(rec)
 
 
 class BufferConstraints:
