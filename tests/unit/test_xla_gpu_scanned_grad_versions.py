@@ -20,6 +20,12 @@ deviceless by the installed jaxlib's XLA:GPU (A100 config), per layer body
 * ``tanh`` (``tanh(h @ w) * g``): XLA 0.12 keeps the forward loop
   row-major and copies the shared ``{0,1,2}`` zeros into it (3 copies);
   ours agrees on both versions.
+
+What sets them apart in the before dump, on both versions: XLA's earlier
+passes clone and sink ``var``'s loops (``.sunk.clone``), and its module then
+lists the backward loop's body before the forward loop's, so XLA lays the
+backward body out first; ``tanh``'s loops keep the forward body first.  Ours
+orders loop computations by the entry's instruction order (forward first).
 """
 
 from __future__ import annotations
@@ -92,6 +98,19 @@ def _loops(after: str) -> list[list[tuple[str, str]]]:
             for m in re.finditer(r"= \((s32\[\][^)]*)\) while\(", entry)]
 
 
+def _body_order(before: str) -> list[str]:
+    """The entry's whiles, in the order XLA's module lists their bodies."""
+    comps = re.findall(r"^(?:ENTRY )?%(\S+) \(", before, re.M)
+    entry = before[before.index("\nENTRY"):]
+    bodies = re.findall(r"%(while\.\d+) = .*? while\(.*?, body=%([^,\s]+)", entry)
+    return [w for w, b in sorted(bodies, key=lambda wb: comps.index(wb[1]))]
+
+
+def _entry_whiles(before: str) -> list[str]:
+    entry = before[before.index("\nENTRY"):]
+    return re.findall(r"%(while\.\d+) = .*? while\(", entry)
+
+
 def _row_major(carried: list[tuple[str, str]]) -> bool:
     return all(lay == _ROW[shape.count(",") + 1] for shape, lay in carried)
 
@@ -103,6 +122,9 @@ def test_the_installed_xla_gpu_lays_out_the_scanned_grad(tmp_path: Path, case: s
     assert len(loops) == 2, after
     forward, backward = loops
     copies = re.findall(r" copy\(", after)
+    before = (tmp_path / "before.txt").read_text()
+    forward_first = _entry_whiles(before)
+    assert _body_order(before) == (forward_first[::-1] if case == "var" else forward_first), before
     if not NEW_LOOPS:
         assert _row_major(forward) and _row_major(backward) and copies == [], after
         return
