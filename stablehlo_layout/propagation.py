@@ -14,6 +14,7 @@ the chain from any copy back to its sources.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
 
@@ -37,7 +38,7 @@ from .graph import Graph, Instruction, Value, shape_text
 from .index import build_engine, build_index
 from .options import check_entry_mode
 from .records import BufferConstraints, OperandConstraints, Records
-from .rules import OpRule
+from .rules import RULES, OpRule, rule_for
 from .target_view import TargetView
 
 from .targets.base import Target
@@ -176,7 +177,11 @@ class Engine:
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
-        self.rules: list[OpRule] = [target.rule(graph, ins) for ins in graph.instrs]
+        if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
+            table = RULES.get
+            self.rules: list[OpRule] = [table(op) or rule_for(op) for op in map(attrgetter("op"), graph.instrs)]
+        else:
+            self.rules = [target.rule(graph, ins) for ins in graph.instrs]
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
         self.index = build_index(graph, self.rules)
@@ -352,11 +357,17 @@ class Engine:
         demands set, as XLA's backends do between their Set*Layout calls.
         """
         current = self.current_priority
+        # XLA:CPU makes one free-operands demand per instruction: its path is inlined.
+        slot_ids, why, demand = self._slot_ids, self.records.why, self.core.demand_operands
         for d in demands:
             kind = d.kind
             priority = current if d.priority is None else d.priority
             if kind == FREE_OPERANDS:
-                self.demand_operands(d.target, d.slots, priority, d.origin)  # type: ignore[arg-type]
+                got = slot_ids.get(id(d.slots))
+                if got is None:
+                    self.demand_operands(d.target, d.slots, priority, d.origin)  # type: ignore[arg-type]
+                else:
+                    demand(d.target, got[1], priority, *why(d.origin))  # type: ignore[arg-type]
             elif kind == OPERAND:
                 self.set_operand_layout(d.layout, d.target, d.operand, d.mandatory, d.dfs, priority,  # type: ignore[arg-type]
                                         d.origin)  # type: ignore[arg-type]

@@ -82,9 +82,18 @@ class Records:
         """(rule, instr, parent, note, made): a tuple origin as its parts, an Origin as its record."""
         if origin.__class__ is Origin:
             return 0, -1, -1, 0, self.record(origin)  # type: ignore[arg-type]
-        rule, instr, parent, *note = origin  # type: ignore[misc]
-        return (self.name(rule), -1 if instr is None else instr, self.record(parent),
-                self.name(note[0]) if note else 0, -1)
+        # The built-in targets hand over one per instruction: known names are looked up inline.
+        ids = self.name_ids
+        rule, instr, parent = origin[0], origin[1], origin[2]  # type: ignore[index]
+        r = ids.get(rule)
+        if r is None:
+            r = self.name(rule)
+        n = 0
+        if len(origin) > 3:
+            n = ids.get(origin[3])  # type: ignore[index,assignment]
+            if n is None:
+                n = self.name(origin[3])  # type: ignore[index]
+        return r, -1 if instr is None else instr, -1 if parent is None else self.record(parent), n, -1
 
     # -- records into Origins -------------------------------------------------
     def origin(self, rec: int) -> Origin | None:

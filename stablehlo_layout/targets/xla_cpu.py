@@ -150,23 +150,33 @@ class XlaCpuTarget(Target):
         if plan is not None:
             return plan
         g = view.graph
-        values = g.values
+        values, instrs = g.values, g.instrs
         plan = []
-        shared = view.cache("xla-cpu-slots")
+        # The catch-all's slot lists, keyed by the operands' ranks (0 for a
+        # scalar or a non-array: nothing to choose) and the forwarded count: a
+        # large module has a few dozen distinct ones, so each is made once.
+        slot_lists = view.cache("xla-cpu-slots")
+        rank_of = view.cache("xla-cpu-ranks")
+        ranks = rank_of.get(None)
+        if ranks is None:  # once per run: the engine's rows hold Values, not ranks
+            ranks = rank_of[None] = [v.rank if v.is_array else 0 for v in values]
+        rule_of, forwards = view.rule, view.forwards
+        row_major = L.default_layout
         for iid in self.list_order(g, comp):
-            ins = g.instrs[iid]
-            if ins.op in ("parameter", "root"):
+            ins = instrs[iid]
+            op = ins.op
+            if op == "parameter" or op == "root":
                 continue
-            rule = view.rule(iid)
+            rule = rule_of(iid)
             hlo = rule.hlo
             if hlo in _KERNEL_OPS or hlo == "custom_call":
                 if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
                     why = Origin("target:cpu-row-major-kernel", ins.id, None,
                                  f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
-                    results = [L.default_layout(values[r].rank) if values[r].is_array else None
+                    results = [row_major(values[r].rank) if values[r].is_array else None
                                for r in view.leaves(ins.id)]
                     plan.append(Demand.on_results(iid, results, why))
-                    plan.extend(Demand.on_operand(iid, n, L.default_layout(values[v].rank), why)
+                    plan.extend(Demand.on_operand(iid, n, row_major(values[v].rank), why)
                                 for n, v in enumerate(ins.operands) if values[v].is_array)
                     continue
                 col = self.column_major_operand(g, ins)
@@ -176,31 +186,31 @@ class XlaCpuTarget(Target):
                                  "a vector·matrix dot reads its constant matrix column-major")
                     plan.append(Demand.on_operand(iid, col, L.intern(range(v.rank)), why))
                     continue
-            if hlo in ("reduce_scatter", "all_gather") and "dim" in ins.attrs:
-                r = values[ins.results[0]]
-                if r.is_array:
-                    dim = ins.attrs["dim"]
-                    lay = L.intern([d for d in L.default_layout(r.rank) if d != dim] + [dim])
-                    why = Origin("target:cpu-collective-dim-major", ins.id, None,
-                                 f"the {hlo} dimension {dim} must be most major")
-                    plan.append(Demand.on_results(iid, [lay], why))
-                continue
+            elif hlo == "reduce_scatter" or hlo == "all_gather":
+                if "dim" in ins.attrs:
+                    r = values[ins.results[0]]
+                    if r.is_array:
+                        dim = ins.attrs["dim"]
+                        lay = L.intern([d for d in row_major(r.rank) if d != dim] + [dim])
+                        why = Origin("target:cpu-collective-dim-major", ins.id, None,
+                                     f"the {hlo} dimension {dim} must be most major")
+                        plan.append(Demand.on_results(iid, [lay], why))
+                    continue
             if rule.tuple_operand:
                 continue  # the operands are one HLO tuple, not arrays
             # Rank-0 operands have nothing to choose; forwarded ones are the result.
-            forwarded = len(ins.results) if view.forwards(iid) else 0
-            ovs = view.operand_values(iid)
-            operands: tuple = ()
-            for n in range(forwarded, len(ins.operands)):
-                ov = ovs[n]
-                if ov.rank and ov.is_array:
-                    operands += ((n, L.default_layout(ov.rank)),)
+            # Every operand value, implicit captures last (TargetView.operand_values).
+            captures = ins.captures
+            key = (len(ins.results) if forwards(iid) else 0,
+                   *map(ranks.__getitem__, ins.operands + list(captures) if captures else ins.operands))
+            operands = slot_lists.get(key)
+            if operands is None:
+                operands = slot_lists[key] = tuple((n, row_major(key[n + 1])) for n in range(key[0], len(key) - 1)
+                                                   if key[n + 1])
             if operands:
-                # A large module has a few dozen distinct slot lists: keep one of each.
                 note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
                 # Every operand nothing constrained yet is read row-major.
-                plan.append(Demand.on_free_operands(iid, shared.setdefault(operands, operands),
-                                                    ("target:cpu-row-major-operand", iid, None, note)))
+                plan.append(Demand.on_free_operands(iid, operands, ("target:cpu-row-major-operand", iid, None, note)))
         plans[comp] = plan
         return plan
 
