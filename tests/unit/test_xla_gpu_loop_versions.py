@@ -22,33 +22,21 @@ alone takes the pinned result's layout.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from stablehlo_layout.targets.xla_version import installed_xla
+from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
 
 OK, WHY = oracle_available()
 pytestmark = pytest.mark.skipif(not OK, reason=WHY)
 
-REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 NEW_LOOPS = installed_xla() >= (0, 12)
 
 _PROGRAM = """
-import sys
-import jax, jax.numpy as jnp
-from jax import lax
-from jax.sharding import SingleDeviceSharding
-from stablehlo_layout.compile import run_to_layout_assignment
-from stablehlo_layout.xla_gpu_compile import gpu_device
-from tests.differential.programs import layout_format
-
 def body(i, c):
     return {body}
 
@@ -56,9 +44,6 @@ sharding = SingleDeviceSharding(gpu_device("a100")[0])
 outs = tuple(layout_format(o, sharding, sharding) for o in {outs})
 x = jax.ShapeDtypeStruct((6, 5), jnp.float32, sharding=sharding)
 lowered = jax.jit(lambda x: (lax.fori_loop(0, 3, body, x), jnp.sum(x, 0)), out_shardings=outs).lower(x)
-dumps = run_to_layout_assignment(lambda flags: lowered.compile(compiler_options=flags))
-open(sys.argv[1] + "/before.txt", "w").write(dumps.before)
-open(sys.argv[1] + "/after.txt", "w").write(dumps.after)
 """
 
 _CUMSUM = "jnp.transpose(jnp.cumsum(jnp.transpose(c), axis=0))"
@@ -75,10 +60,8 @@ CASES = {
 def _dumps(tmp: Path, case: str) -> tuple[str, str]:
     body, outs = CASES[case]
     src = _PROGRAM.replace("{body}", body).replace("{outs}", outs)
-    out = subprocess.run([sys.executable, "-c", src, str(tmp)], env={**ENV, "PYTHONPATH": str(REPO)},
-                         cwd=REPO, capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return str(tmp / "before.txt"), (tmp / "after.txt").read_text()
+    before, after = compile_in_child(src, tmp)
+    return str(before), after.read_text()
 
 
 def _body_state_layout(after: str) -> str:
