@@ -204,7 +204,7 @@ class Engine:
         self.core = build_engine(graph, self.index, self.rules, target, self.active, self.exact, trace,
                                  lambda *a: back()(*a), lambda *a: fwd()(*a),  # type: ignore[misc]
                                  lambda *a: own()(*a))  # type: ignore[misc]
-        self.records = Records(self.core, self.exact)
+        self.records = Records(self.core)
         # The store, read-only (targets read it; set_* writes it).
         self.bc = BufferConstraints(self.records)
         self.oc = OperandConstraints(self.records)

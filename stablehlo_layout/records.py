@@ -25,9 +25,8 @@ _KIND_CODES = {k: n for n, k in enumerate(_KINDS)}
 class Records:
     """Layout and name ids, and Origins to and from core records, for one engine run."""
 
-    def __init__(self, core: _core.Engine, exact: bool) -> None:
+    def __init__(self, core: _core.Engine) -> None:
         self.core = core
-        self.exact = exact
         self.layouts: list[L.Layout] = []  # by core id
         self.layout_ids: dict[L.Layout, int] = {}
         self.names: list[str] = list(_core.RULE_NAMES)
