@@ -277,7 +277,7 @@ def _options(client: Any, device: Any, flags: dict[str, Any], n_params: int, n_r
     return options
 
 
-def _cpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any, Any]:
+def _cpu_client() -> tuple[Any, Any]:
     import jax
 
     try:
@@ -389,26 +389,6 @@ def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any,
     return device.client, device
 
 
-@dataclass(frozen=True)
-class _Backend:
-    """What differs between the XLA backends ``compile_module`` runs: where client and device come from, the name."""
-
-    client: Callable[[str, str | None, str], tuple[Any, Any]]  # (input, GPU config text, GPU label) -> client, device
-    label: Callable[[Any], str]  # device -> the backend as reports name it
-    compile: Callable[[Any, Any, Any, Any], Any]  # (client, module, devices, options) -> executable
-
-
-_BACKENDS = {
-    # jaxlib's CPU client compiles only to load (it has no compile-only factory).
-    "xla-cpu": _Backend(_cpu_client, lambda device: "XLA:CPU",
-                        lambda client, program, devices, options: client.compile_and_load(program, devices, options)),
-    # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
-    "xla-gpu": _Backend(_gpu_client, lambda device: f"XLA:GPU ({device.device_kind})",
-                        lambda client, program, devices, options:
-                        client.compile(program, executable_devices=devices, compile_options=options)),
-}
-
-
 def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str = "default",
                    gpu_config: str | None = None, gpu_label: str = "") -> Compiled:
     """Run XLA's pipeline for ``target`` on ``module`` up to layout assignment.
@@ -421,9 +401,12 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     from jax._src.lib import xla_client as xc
     from jaxlib.mlir import ir
 
-    backend = _BACKENDS[target]
-    client, device = backend.client(path, gpu_config, gpu_label)
-    label = backend.label(device)
+    if target == "xla-cpu":
+        client, device = _cpu_client()
+        label = "XLA:CPU"
+    else:
+        client, device = _gpu_client(path, gpu_config, gpu_label)
+        label = f"XLA:GPU ({device.device_kind})"
     if "mhlo.num_partitions" in module.operation.attributes and \
             ir.IntegerAttr(module.operation.attributes["mhlo.num_partitions"]).value > 1:
         raise InputError(path, "--as-compiled compiles for one device; this module is partitioned "
@@ -436,7 +419,12 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
 
     def compile(flags: dict[str, Any]) -> Any:
         options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
-        return backend.compile(client, program, xc.DeviceList((device,)), options)
+        devices = xc.DeviceList((device,))
+        if target == "xla-cpu":
+            # jaxlib's CPU client compiles only to load (it has no compile-only factory).
+            return client.compile_and_load(program, devices, options)
+        # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
+        return client.compile(program, executable_devices=devices, compile_options=options)
 
     dumps = run_to_layout_assignment(compile)
     if dumps.before is None:

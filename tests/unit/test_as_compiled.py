@@ -339,16 +339,14 @@ class _InterruptingClient:
 
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_dump_folder_is_removed_when_interrupted(how, user_export, monkeypatch, tmpdir_for_dumps):
-    import dataclasses
-
     export, _ = user_export
-    cpu = xla_compile._BACKENDS["xla-cpu"]
+    cpu_client = xla_compile._cpu_client
 
-    def interrupted(*args):
-        client, device = cpu.client(*args)
+    def interrupted():
+        client, device = cpu_client()
         return _InterruptingClient(how), device
 
-    monkeypatch.setitem(xla_compile._BACKENDS, "xla-cpu", dataclasses.replace(cpu, client=interrupted))
+    monkeypatch.setattr(xla_compile, "_cpu_client", interrupted)
     previous = signal.getsignal(signal.SIGTERM)
     with pytest.raises(KeyboardInterrupt):
         xla_compile.compile_module(mlir.read_input(str(export), mlir.make_context()), str(export), "xla-cpu")
