@@ -9,13 +9,21 @@ provenance (``analyze``).  Test files import these helpers from here; the
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
-from jaxlib.mlir import ir
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import LayoutResult, analyze, assign_module
+# Every compile in the suite is for a described target, never for a device of
+# this machine: jax starts as the command starts it (compile.prepare_environment),
+# whichever test happens to start it first in this process.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+
+from jaxlib.mlir import ir  # noqa: E402
+
+from stablehlo_layout import mlir  # noqa: E402
+from stablehlo_layout.assignment import LayoutResult, analyze, assign_module  # noqa: E402
 
 
 def load_text(text: str | bytes, name: str = "t.mlir", ctx: ir.Context | None = None) -> ir.Module:
