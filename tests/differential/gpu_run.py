@@ -192,11 +192,11 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
         L.append("difference kinds (count):")
         for k, n in kinds.most_common(show):
             L.append(f"  {n:5d}  {k}")
-    unmatched = [(r, c) for r in results if r["status"] == "ok"
-                 for c in r.get("xla_copy_info", []) if not c["matched"]]
+    from .run import unmatched_copies, unmatched_copy_lines
+
+    unmatched = unmatched_copies(results)
     if unmatched:
         L.append("")
-        from .run import unmatched_copy_lines
         L.extend(unmatched_copy_lines(unmatched, lambda r, key: f"{_opcode_of(r, key)} {key}"))
     L.append("")
     L.append(f"first {show} differences (ours | XLA):")

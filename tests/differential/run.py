@@ -309,6 +309,12 @@ def _pct(a: int, b: int) -> str:
 
 
 
+def unmatched_copies(results: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(program result, XLA copy) for every copy of XLA's that ours does not match, over the compared programs."""
+    return [(r, c) for r in results if r["status"] == "ok"
+            for c in r.get("xla_copy_info", []) if not c.get("matched", True)]
+
+
 def unmatched_copy_lines(unmatched: list[tuple[dict[str, Any], dict[str, Any]]],
                          source: Any = None) -> list[str]:
     """The report's list of XLA copies we do not make, one line each.
@@ -349,8 +355,7 @@ def format_report(results: list[dict[str, Any]], show: int = 10, elapsed: float 
     L.append(f"copies   ours {s['our_copies']:6d}  xla {s['xla_copies']:6d}   "
              f"(copy edges ours {s['our_edges']}, xla {s['xla_edges']}, matched {s['edges_matched']})")
     L.append(f"bytes    ours {s['our_bytes']:6d}  xla {s['xla_bytes']:6d}")
-    unmatched = [(r, c) for r in results if r["status"] == "ok"
-                 for c in r.get("xla_copy_info", []) if not c.get("matched", True)]
+    unmatched = unmatched_copies(results)
     n_xla = sum(len(r.get("xla_copy_info", [])) for r in results if r["status"] == "ok")
     L.append(f"XLA copies matched by (source, layout): {n_xla - len(unmatched)}/{n_xla} = "
              f"{_pct(n_xla - len(unmatched), n_xla)}")
