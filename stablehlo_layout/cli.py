@@ -411,8 +411,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     except PassError as e:
         print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as e:
+        # The shell's convention: 128 + the signal's number (SIGINT 2, SIGTERM 15).
+        return 143 if e.args == (_TERMINATED,) else 130
     return 1
 
 
@@ -451,21 +452,27 @@ def _on_deep_stack(work: Callable[[], int]) -> int:
         signal.signal(signal.SIGTERM, _term_as_interrupt)
     # Wait on an event, not on join(): a join cut short by Ctrl-C may report
     # the thread finished while it still runs.
+    terminated = False
     while not done.is_set():
         try:
             done.wait()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             # Signals reach the main thread only: hand Ctrl-C to the worker, whose
-            # handlers remove temporary files and turn it into exit code 130.
+            # handlers remove temporary files; the exit code says which signal it was.
+            terminated = terminated or e.args == (_TERMINATED,)
             _raise_in(worker, KeyboardInterrupt)
     result = outcome[0]
     if isinstance(result, BaseException):
         raise result
-    return result
+    # The worker saw an interrupt (130); it was SIGTERM's.
+    return 143 if terminated and result == 130 else result
+
+
+_TERMINATED = "SIGTERM"  # the argument a KeyboardInterrupt made from SIGTERM carries
 
 
 def _term_as_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt("SIGTERM")
+    raise KeyboardInterrupt(_TERMINATED)
 
 
 def _raise_in(thread: threading.Thread, error: type[BaseException]) -> None:

@@ -220,6 +220,31 @@ def test_sigint_during_a_run_leaves_no_temporary(tmp_path: Path) -> None:
     assert _temporaries(tmp_path) == []
 
 
+def test_sigterm_during_a_run_leaves_no_temporary_and_exits_143(tmp_path: Path) -> None:
+
+    src = _big_module(tmp_path, 20000)
+    dest = tmp_path / "out.mlir"
+    # Terminate the command at its first write of the output: the temporary exists then.
+    script = (
+        "import os, signal, sys, time\n"
+        "from stablehlo_layout import cli, output\n"
+        "real = output._write_all\n"
+        "def write(fd, data):\n"
+        "    real(fd, data[:4096])\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    for _ in range(1000):  # the command runs on a worker thread: let the signal reach it\n"
+        "        time.sleep(0.01)\n"
+        "    real(fd, data[4096:])\n"
+        "output._write_all = write\n"
+        f"sys.exit(cli.main(['assign', {str(src)!r}, '-o', {str(dest)!r}]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV)
+    assert out.returncode == 143, out.stderr
+    assert "Traceback" not in out.stderr
+    assert not dest.exists()
+    assert _temporaries(tmp_path) == []
+
+
 def test_output_naming_the_input_is_refused_and_the_input_kept(tmp_path: Path) -> None:
     src = tmp_path / "in.mlir"
     src.write_text(Path(EXAMPLE).read_text())
