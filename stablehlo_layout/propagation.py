@@ -795,7 +795,7 @@ class Engine:
         for iid, n in self.body_follows_initial.pop(c, []):
             v = g.values[g.instrs[iid].operands[n]]
             producer = g.instrs[v.producer]
-            if self.rule(producer.id).hlo != "while" or producer.id == iid:
+            if self.rule(producer.id).hlo != "while" or producer.id == iid or v.id not in self.leaves[producer.id]:
                 continue
             other = producer.callees[1]
             if self.comp_order.index(other) > self.comp_order.index(c):

@@ -15,17 +15,21 @@ deviceless by the installed jaxlib's XLA:GPU (A100 config), per layer body
   as the backward loop reads them, its f32 stack ``{1,0,2}`` and its
   carried ``h`` ``{0,1}``, and copies ``x`` into and out of that loop, a
   carried ``[4,4]`` value inside each body and one ``[1,4,4]`` stack update
-  (5 copies).  Not reproduced:
-  ours keeps the forward loop row-major there (strict xfail on 0.12).
+  (5 copies).  Ours agrees on both loops' carried values; left (strict
+  xfail on 0.12): XLA carries ``h`` ``{0,1}`` in the forward body's
+  parameter and copies it to the dot, ours keeps the parameter ``{1,0}``.
 * ``tanh`` (``tanh(h @ w) * g``): XLA 0.12 keeps the forward loop
   row-major and copies the shared ``{0,1,2}`` zeros into it (3 copies);
   ours agrees on both versions.
 
-What sets them apart in the before dump, on both versions: XLA's earlier
-passes clone and sink ``var``'s loops (``.sunk.clone``), and its module then
-lists the backward loop's body before the forward loop's, so XLA lays the
-backward body out first; ``tanh``'s loops keep the forward body first.  Ours
-orders loop computations by the entry's instruction order (forward first).
+What sets them apart, on both versions: XLA's earlier passes clone and sink
+``var``'s loops (``.sunk.clone``), and its module then lists the backward
+loop's computations before the forward loop's.  XLA 0.12 ties each loop's
+initial values to its results visiting the loops in that order, so in
+``var`` the backward loop's pinned accumulator lays out the shared zeros
+before the forward loop is visited; ``tanh``'s forward loop comes first and
+its body lays its stacks out row-major before that.  The importer reads the
+order from the dump (``hlo_metadata.loop_ranks``).
 """
 
 from __future__ import annotations
