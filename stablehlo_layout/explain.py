@@ -48,6 +48,7 @@ RULE_TEXT = {
     "while-interface": "the loop's body and condition agree on one layout per carried value",
     "while-back-edge": "the loop body's result nudges the body parameter it feeds",
     "loop-state-from-initial-value": "nothing asked for the loop's result: it carries its initial value's layout",
+    "loop-state-from-result": "the loop's result was asked for first: its initial value starts in that layout",
     "branch-interface": "conditional branches agree on their results",
     "branch-result-agreement": "this branch must return the layout the other branch chose",
     "region-interface": "a region reads an outer value in its parameter's layout",

@@ -353,3 +353,67 @@ def mark_user_orders(module: ir.Module, text: str) -> None:
             marked = True
         if marked:
             module.operation.attributes[USER_ORDERS] = ir.UnitAttr.get()
+
+
+# -- the order XLA visits a computation's loops in ---------------------------------------
+#
+# XLA 0.12's XLA:GPU ties each while's initial values, body and condition
+# parameters, body results and its own results to one layout in a step that
+# visits the loops in the order of their computations in the module, not in
+# the caller's instruction order (docs/VERSIONS.md item 5).  After XLA's
+# earlier passes cloned and sank loops (``region_….sunk.clone``), the
+# module can list a later loop's computations before an earlier loop's;
+# the dump prints them in that order.  Where that order differs from the
+# caller's instruction order, each of the caller's loops carries its place.
+
+# On a while op: its place among its computation's loops in the module's order of their computations.
+LOOP_RANK = "stablehlo_layout.xla_loop_rank"
+_COMPUTATION_HEADER = re.compile(r"^(?:ENTRY[ \t]+)?%?([\w.\-]+)[ \t]*\(", re.M)
+_WHILE_CALLEES = re.compile(r"\bwhile\(.*?\bcondition=%?([\w.\-]+), body=%?([\w.\-]+)")
+
+
+def loop_ranks(text: str) -> dict[str, int]:
+    """Per while whose computation's loops the module orders differently from the instruction order: its place.
+
+    Keys are HLO instruction names; a loop's place is that of the first of
+    its condition and body among the module's computations.
+    """
+    headers = list(_COMPUTATION_HEADER.finditer(text))
+    position = {m.group(1): k for k, m in enumerate(headers)}
+    out: dict[str, int] = {}
+    for k, header in enumerate(headers):
+        end = headers[k + 1].start() if k + 1 < len(headers) else len(text)
+        loops: list[tuple[int, str]] = []
+        for line in text[header.end():end].split("\n"):
+            m = _WHILE_CALLEES.search(line)
+            if m is None:
+                continue
+            name = instruction_name(line)
+            callees = [position[c] for c in m.groups() if c in position]
+            if name is not None and callees:
+                loops.append((min(callees), name))
+        if len(loops) > 1 and sorted(loops) != loops:
+            out.update((name, rank) for rank, (_, name) in enumerate(sorted(loops)))
+    return out
+
+
+def mark_loop_ranks(module: ir.Module, text: str) -> None:
+    """Put each loop's place in XLA's visiting order (``loop_ranks``) on its while op as ``LOOP_RANK``."""
+    ranks = loop_ranks(text)
+    if not ranks:
+        return
+
+    def walk(op: ir.Operation) -> None:
+        for region in op.regions:
+            for block in region:
+                for child in block:
+                    inner = child.operation
+                    if inner.name == "stablehlo.while":
+                        m = _NAME_LOC.match(str(inner.location))
+                        if m is not None and m.group(1) in ranks:
+                            inner.attributes[LOOP_RANK] = ir.IntegerAttr.get(
+                                ir.IntegerType.get_signless(64), ranks[m.group(1)])
+                    walk(inner)
+
+    with module.context:
+        walk(module.operation)

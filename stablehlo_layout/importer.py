@@ -18,7 +18,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import layout as L
 from .errors import PassError
 from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text, shape_text
-from .hlo_metadata import PASS_CREATED, USER_ORDER, USER_ORDERS
+from .hlo_metadata import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -75,7 +75,7 @@ class Handles:
 _EXTRACTED = {
     "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
-    "all_reduce", "reduce_scatter", "all_to_all", "reshape",
+    "all_reduce", "reduce_scatter", "all_to_all", "reshape", "while",
 }
 
 
@@ -259,6 +259,12 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
     elif short == "reshape":
         if PASS_CREATED in attrs:
             out["xla_pass_created"] = True
+    elif short == "while" and LOOP_RANK in attrs:
+        try:
+            out["xla_loop_rank"] = ir.IntegerAttr(attrs[LOOP_RANK]).value
+        except ValueError:
+            raise PassError(f"{LOOP_RANK} must be an integer, not {attrs[LOOP_RANK]}",
+                            location_text(op.location)) from None
     elif short == "all_to_all":
         if "split_dimension" in attrs:
             out["dim"] = ir.IntegerAttr(attrs["split_dimension"]).value

@@ -758,10 +758,11 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False)
     _restore_entry_layout_modes(module, text, path)
     _restore_parameter_layouts(module, prepared)
     _restore_cudnn_conv_attributes(module, prepared, path)
-    from .hlo_metadata import mark_pass_created, mark_user_orders
+    from .hlo_metadata import mark_loop_ranks, mark_pass_created, mark_user_orders
 
     mark_pass_created(module, text)
     mark_user_orders(module, text)
+    mark_loop_ranks(module, text)
     return module
 
 

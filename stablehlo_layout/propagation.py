@@ -174,6 +174,13 @@ class Engine:
         self.caller_decides: dict[int, list[int]] = {}
         # Per loop condition, its body and the slots the caller left to the body.
         self.cond_follows_body: dict[int, tuple[int, list[int]]] = {}
+        # Per loop body, the (while, slot) pairs it lays out again whose
+        # initial value may be another loop's result by then.
+        self.body_follows_initial: dict[int, list[tuple[int, int]]] = {}
+        # Per round's caller: initial values a later loop's result tied, and
+        # the (loop, slot) pairs that saw no layout on theirs when visited.
+        self.tied_initial_values: set[int] = set()
+        self.untied_at_visit: set[tuple[int, int]] = set()
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
@@ -437,6 +444,8 @@ class Engine:
         is_entry = comp.is_entry
         params_fixed = (is_entry and any(x is not None for x in cl.params + cl.results)) or (
             not is_entry and c not in self.conditional_mismatch and cl.params_set)
+        if self.body_follows_initial:
+            self._loop_state_from_earlier_loops(c, cl)
         if self.cond_follows_body:
             self._cond_follows_body(c, cl)
         param_layouts = dict(zip(comp.params, cl.params))
@@ -690,30 +699,56 @@ class Engine:
         return free
 
     def _loop_state_from_initial_values(self, specials: list[int]) -> None:
-        """XLA 0.12+'s XLA:GPU, first round: a free slot nobody asked for takes its initial value's layout.
+        """XLA 0.12+'s XLA:GPU, first round: a free slot's initial value and result share one layout.
 
-        Before the caller's defaults, each loop (in instruction order) hands
-        the layout of an initial value that holds one to the matching result
-        that holds none, non-mandatorily, so that the layout carries on to
-        what reads the loop's result (a second loop included).  A demand on
-        the result, already propagated, wins over it.
+        Before the caller's defaults, each loop, in the order XLA visits
+        them (``_loops_in_xla_order``), ties each free slot: where the
+        initial value holds a layout and the result none, the result takes
+        it, non-mandatorily, so that the layout carries on to what reads the
+        loop's result (a second loop included); where the result holds one
+        (a demand on it, already propagated) and the initial value none, the
+        initial value takes the result's, and with it the other loops that
+        start from the same value and come later (XLA's CSE merges their
+        zeros).  A loop visited earlier did not see that layout: its slot is
+        left to its body (``_push_loop_state_into_callees``).
         """
         g, bc = self.g, self.bc
-        for iid in specials:
+        self.tied_initial_values.clear()
+        self.untied_at_visit.clear()
+        for iid in self._loops_in_xla_order(specials):
             free = self.caller_decides.get(iid)
             if not free:
                 continue
             ins = g.instrs[iid]
             for n in free:
                 result = g.values[self.leaves[iid][n]].buffer
-                init = bc.get(g.values[ins.operands[n]].buffer)
-                if result in bc or init is None:
+                initial = g.values[ins.operands[n]].buffer
+                init = bc.get(initial)
+                if init is None:
+                    demand = bc.get(result)
+                    if demand is None:
+                        self.untied_at_visit.add((iid, n))
+                        continue
+                    self.set_buffer_layout(demand.layout, initial, False, True, self.current_priority,
+                                           Origin("loop-state-from-result", iid, demand.origin
+                                                  if isinstance(demand.origin, Origin) else None,
+                                                  f"carried value {n} of the loop"))
+                    self.tied_initial_values.add(initial)
+                    self.propagate()
+                    continue
+                if result in bc:
                     continue
                 self.set_buffer_layout(init.layout, result, False, True, self.current_priority,
                                        Origin("loop-state-from-initial-value", iid, init.origin
                                               if isinstance(init.origin, Origin) else None,
                                               f"carried value {n} of the loop"))
                 self.propagate()
+
+    def _loops_in_xla_order(self, specials: list[int]) -> list[int]:
+        """The computation's loops as XLA 0.12 visits them: in its module's order of their computations
+        where the dump gave it (``xla_loop_rank``, hlo_metadata.py), else in instruction order."""
+        loops = [iid for iid in specials if self.rule(iid).hlo == "while"]
+        return sorted(loops, key=lambda iid: self.g.instrs[iid].attrs.get("xla_loop_rank", -1))
 
     def _push_loop_state_into_callees(self, specials: list[int]) -> None:
         """The layout the caller chose for each free slot becomes the loop's interface for the next round.
@@ -737,14 +772,37 @@ class Engine:
                 initial = g.values[ins.operands[n]].buffer
                 if result not in unconstrained:
                     lay = self._layout_of(result)
-                elif initial not in unconstrained:
+                elif initial not in unconstrained and not (
+                        (iid, n) in self.untied_at_visit and initial in self.tied_initial_values):
                     lay = self._layout_of(initial)
                 else:
                     lay = None
                     self.cond_follows_body.setdefault(cond, (body, []))[1].append(n)
+                    self.body_follows_initial.setdefault(body, []).append((iid, n))
                 bl.params[n] = bl.results[n] = cdl.params[n] = lay
             bl.priority = cdl.priority = self.current_priority + NUMBER_OF_ROUNDS
             bl.params_set = bl.result_set = cdl.params_set = cdl.result_set = True
+
+    def _loop_state_from_earlier_loops(self, c: int, cl: ComputationLayout) -> None:
+        """A slot left to the body whose initial value another loop returns: the body takes that loop's layout.
+
+        XLA 0.12 visits the loops again once a visit changed a layout: by
+        then the loop that returns this slot's initial value has laid it out
+        in its own body, and this loop ties the slot to it.  Here that loop's
+        body has recorded its interface earlier in this round.
+        """
+        g = self.g
+        for iid, n in self.body_follows_initial.pop(c, []):
+            v = g.values[g.instrs[iid].operands[n]]
+            producer = g.instrs[v.producer]
+            if self.rule(producer.id).hlo != "while" or producer.id == iid or v.id not in self.leaves[producer.id]:
+                continue
+            other = producer.callees[1]
+            if self.comp_order.index(other) > self.comp_order.index(c):
+                continue
+            lay = self.comp_layouts[other].results[self.leaves[producer.id].index(v.id)]
+            if lay is not None:
+                cl.params[n] = cl.results[n] = lay
 
     def _cond_follows_body(self, c: int, cl: ComputationLayout) -> None:
         """A slot the caller left to the body: the condition reads it as the body laid it out this round."""

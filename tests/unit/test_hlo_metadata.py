@@ -268,3 +268,106 @@ def test_a_malformed_user_order_is_one_line_naming_the_op(tmp_path, capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "stablehlo_layout.xla_user_order must be an array<i64" in lines[0], err
     assert "Traceback" not in err
+
+
+# The shape of XLA 0.12's XLA:GPU dump of a scanned layer stack's jax.grad
+# (tests/unit/test_xla_gpu_scanned_grad_versions.py, ``var``), cut to the
+# loops and written with get-tuple-elements (both tested jaxlibs read it):
+# the passes that cloned and sank the loops left the backward loop's
+# computations first in the module, while the entry lists the forward loop
+# first.
+SUNK_LOOPS = """HloModule jit_fn, entry_computation_layout={(bf16[4,4]{1,0})->bf16[4,4]{1,0}}
+
+%region_4.27.sunk.clone (arg_tuple.9: (s32[], bf16[4,4])) -> (s32[], bf16[4,4]) {
+  %arg_tuple.9 = (s32[], bf16[4,4]{1,0}) parameter(0)
+  %get-tuple-element.1 = s32[] get-tuple-element(%arg_tuple.9), index=0
+  %get-tuple-element.2 = bf16[4,4]{1,0} get-tuple-element(%arg_tuple.9), index=1
+  ROOT %tuple.13 = (s32[], bf16[4,4]{1,0}) tuple(%get-tuple-element.1, %get-tuple-element.2)
+}
+
+%region_11.28.clone (arg_tuple.8: (s32[], bf16[4,4])) -> pred[] {
+  %arg_tuple.8 = (s32[], bf16[4,4]{1,0}) parameter(0)
+  %get-tuple-element.3 = s32[] get-tuple-element(%arg_tuple.8), index=0
+  %constant.1 = s32[] constant(3)
+  ROOT %lt.1 = pred[] compare(%get-tuple-element.3, %constant.1), direction=LT
+}
+
+%region_0.13.sunk.clone.clone (arg_tuple.11: (s32[], bf16[4,4])) -> (s32[], bf16[4,4]) {
+  %arg_tuple.11 = (s32[], bf16[4,4]{1,0}) parameter(0)
+  %get-tuple-element.4 = s32[] get-tuple-element(%arg_tuple.11), index=0
+  %get-tuple-element.5 = bf16[4,4]{1,0} get-tuple-element(%arg_tuple.11), index=1
+  ROOT %tuple.16 = (s32[], bf16[4,4]{1,0}) tuple(%get-tuple-element.4, %get-tuple-element.5)
+}
+
+%region_3.14.clone.clone (arg_tuple.10: (s32[], bf16[4,4])) -> pred[] {
+  %arg_tuple.10 = (s32[], bf16[4,4]{1,0}) parameter(0)
+  %get-tuple-element.6 = s32[] get-tuple-element(%arg_tuple.10), index=0
+  %constant.2 = s32[] constant(3)
+  ROOT %lt.2 = pred[] compare(%get-tuple-element.6, %constant.2), direction=LT
+}
+
+ENTRY %main.29 (x.1: bf16[4,4]) -> bf16[4,4] {
+  %constant.67 = s32[] constant(0)
+  %x.1 = bf16[4,4]{1,0} parameter(0)
+  %tuple.15 = (s32[], bf16[4,4]{1,0}) tuple(%constant.67, %x.1)
+  %while.2 = (s32[], bf16[4,4]{1,0}) while(%tuple.15), condition=%region_3.14.clone.clone, body=%region_0.13.sunk.clone.clone
+  %get-tuple-element.7 = bf16[4,4]{1,0} get-tuple-element(%while.2), index=1
+  %tuple.12 = (s32[], bf16[4,4]{1,0}) tuple(%constant.67, %get-tuple-element.7)
+  %while.1 = (s32[], bf16[4,4]{1,0}) while(%tuple.12), condition=%region_11.28.clone, body=%region_4.27.sunk.clone
+  ROOT %r = bf16[4,4]{1,0} get-tuple-element(%while.1), index=1
+}
+"""
+
+
+def test_loops_the_module_lists_out_of_instruction_order_get_their_places():
+    from stablehlo_layout.hlo_metadata import loop_ranks
+
+    assert loop_ranks(SUNK_LOOPS) == {"while.1": 0, "while.2": 1}
+
+
+def test_loops_the_module_lists_in_instruction_order_are_not_marked():
+    from stablehlo_layout.hlo_metadata import loop_ranks
+
+    # The forward loop's computations moved in front of the backward loop's.
+    head, tail = SUNK_LOOPS.split("%region_0.13.sunk.clone.clone", 1)
+    forward = "%region_0.13.sunk.clone.clone" + tail[:tail.index("\nENTRY")]
+    text = head.replace("%region_4.27.sunk.clone (", forward + "\n%region_4.27.sunk.clone (", 1)
+    text = text + tail[tail.index("\nENTRY"):]
+    assert loop_ranks(text) == {}
+    assert loop_ranks(DUMP) == {}
+
+
+def test_the_loop_ranks_reach_the_ops_and_the_engine(tmp_path):
+    from stablehlo_layout.importer import import_module
+
+    m = mlir.load(SUNK_LOOPS.encode(), "sunk.hlo", mlir.make_context())
+    assert str(m).count("stablehlo_layout.xla_loop_rank") == 2
+    g, _ = import_module(m)
+    ranks = {ins.attrs.get("xla_loop_rank") for ins in g.instrs if ins.op == "stablehlo.while"}
+    assert ranks == {0, 1}
+    assign_module(m, "xla-gpu", "default", gpu="a100")  # the engine reads them without complaint
+
+
+def test_a_malformed_loop_rank_is_one_line_naming_the_op(tmp_path, capsys):
+    from stablehlo_layout import cli
+
+    bad = tmp_path / "bad_rank.mlir"
+    bad.write_text(
+        'func.func @main(%a: tensor<i32>) -> tensor<i32> {\n'
+        '  %r = stablehlo.while(%i = %a) : tensor<i32> attributes {stablehlo_layout.xla_loop_rank = "first"}\n'
+        '  cond {\n'
+        '    %c = stablehlo.constant dense<3> : tensor<i32>\n'
+        '    %p = stablehlo.compare LT, %i, %c : (tensor<i32>, tensor<i32>) -> tensor<i1>\n'
+        '    stablehlo.return %p : tensor<i1>\n'
+        '  } do {\n'
+        '    stablehlo.return %i : tensor<i32>\n'
+        '  }\n'
+        '  return %r : tensor<i32>\n'
+        '}\n')
+    assert cli.main(["assign", "--target", "xla-gpu", str(bad)]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "stablehlo_layout.xla_loop_rank must be an integer" in lines[0], err
+    assert "bad_rank.mlir:2:" in lines[0], err
+    assert "Traceback" not in err

@@ -15,17 +15,21 @@ deviceless by the installed jaxlib's XLA:GPU (A100 config), per layer body
   as the backward loop reads them, its f32 stack ``{1,0,2}`` and its
   carried ``h`` ``{0,1}``, and copies ``x`` into and out of that loop, a
   carried ``[4,4]`` value inside each body and one ``[1,4,4]`` stack update
-  (5 copies).  Not reproduced:
-  ours keeps the forward loop row-major there (strict xfail on 0.12).
+  (5 copies).  Ours agrees on both loops' carried values; left (strict
+  xfail on 0.12): XLA carries ``h`` ``{0,1}`` in the forward body's
+  parameter and copies it to the dot, ours keeps the parameter ``{1,0}``.
 * ``tanh`` (``tanh(h @ w) * g``): XLA 0.12 keeps the forward loop
   row-major and copies the shared ``{0,1,2}`` zeros into it (3 copies);
   ours agrees on both versions.
 
-What sets them apart in the before dump, on both versions: XLA's earlier
-passes clone and sink ``var``'s loops (``.sunk.clone``), and its module then
-lists the backward loop's body before the forward loop's, so XLA lays the
-backward body out first; ``tanh``'s loops keep the forward body first.  Ours
-orders loop computations by the entry's instruction order (forward first).
+What sets them apart, on both versions: XLA's earlier passes clone and sink
+``var``'s loops (``.sunk.clone``), and its module then lists the backward
+loop's computations before the forward loop's.  XLA 0.12 ties each loop's
+initial values to its results visiting the loops in that order, so in
+``var`` the backward loop's pinned accumulator lays out the shared zeros
+before the forward loop is visited; ``tanh``'s forward loop comes first and
+its body lays its stacks out row-major before that.  The importer reads the
+order from the dump (``hlo_metadata.loop_ranks``).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from pathlib import Path
 
 import pytest
 
+from stablehlo_layout.hlo_metadata import loop_ranks
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
@@ -122,19 +127,47 @@ def test_the_installed_xla_gpu_lays_out_the_scanned_grad(tmp_path: Path, case: s
         assert len(copies) == 5, after
 
 
+def _ours(tmp_path: Path, case: str) -> dict:
+    from tests.differential.compare import compare_dumps
+
+    _dumps(tmp_path, case)
+    return compare_dumps(str(tmp_path / "before.txt"), str(tmp_path / "after.txt"), target="xla-gpu",
+                         gpu="a100", unique_keys=True)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_dump_gives_the_order_xla_visits_the_loops_in(tmp_path: Path, case: str) -> None:
+    """``loop_ranks`` marks the loops only where the module lists a later loop's computations first."""
+    _dumps(tmp_path, case)
+    before = (tmp_path / "before.txt").read_text()
+    ranks = loop_ranks(before)
+    if case == "tanh":
+        assert ranks == {}, before
+    else:
+        forward, backward = _entry_whiles(before)
+        assert ranks == {backward: 0, forward: 1}, before
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ours_carries_the_scanned_grad_loops_as_the_installed_xla(tmp_path: Path, case: str) -> None:
+    """Every carried value of both loops, as XLA lays it out: on 0.12, ``var``'s backward loop is
+    visited first, its pinned accumulator lays out the shared zeros and, through them, the forward
+    loop's stacks; the forward loop's f32 stack reaches the backward loop that reads it."""
+    result = _ours(tmp_path, case)
+    assert result["status"] == "ok", result
+    whiles = set(_entry_whiles((tmp_path / "before.txt").read_text()))
+    assert [d for d in result["diffs"] if d["name"].split("{")[0] in whiles] == [], result["diffs"]
+
+
 @pytest.mark.parametrize("case", [
     "tanh",
     pytest.param("var", marks=pytest.mark.xfail(
         NEW_LOOPS, strict=True,
-        reason="XLA 0.12 lays the forward loop out as the backward loop reads it (docs/VERSIONS.md "
-               "item 5, s0/173); the step that takes the layout there is not found")),
+        reason="XLA 0.12 carries h {0,1} in the forward body's parameter and copies it to the dot inside; ours "
+               "keeps the parameter {1,0} and copies it to h's other readers (docs/VERSIONS.md item 5, s0/173)")),
 ])
 def test_ours_lays_out_the_scanned_grad_as_the_installed_xla(tmp_path: Path, case: str) -> None:
-    from tests.differential.compare import compare_dumps
-
-    _dumps(tmp_path, case)
-    result = compare_dumps(str(tmp_path / "before.txt"), str(tmp_path / "after.txt"), target="xla-gpu",
-                           gpu="a100", unique_keys=True)
+    result = _ours(tmp_path, case)
     assert result["status"] == "ok", result
     assert result["agree"] == result["values"], result
     assert result["xla_copies"] == result["xla_copies_matched"], result
