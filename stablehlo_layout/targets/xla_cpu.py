@@ -10,12 +10,11 @@ whatever a layout-constrained custom call or an entry pin demands later.
 
 from __future__ import annotations
 
-import itertools
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable
 
 from .. import layout as L
-from ..constraints import Origin
-from ..demands import Demand
+from ..demands import ASCENDING_OPERAND, MOST_MAJOR_DIM, NO_DEMAND, ROW_MAJOR_KERNEL, Demand, DemandPlan, PlanStep
 from ..rules import rule_for
 from .base import Target
 from .xla_version import loop_demands_first, propagate_loop_demands
@@ -29,8 +28,14 @@ if TYPE_CHECKING:
 _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
-# The ops that may need a runtime kernel's row-major or column-major layouts.
-_KERNEL_OPS = {"convolution", "dot", "dot_general"}
+# The ops that may need more than the catch-all (a runtime kernel's row-major
+# or column-major layouts, TopK, a collective's dimension), and the reshapes
+# an XLA pass made, which come last in its instruction list.
+_SINGLED_OUT = frozenset({"convolution", "dot", "dot_general", "custom_call", "reduce_scatter", "all_gather",
+                          "reshape"})
+_NO_DEMAND = PlanStep(NO_DEMAND)
+_NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
+_CATCH_ALL_RULE = "target:cpu-row-major-operand"
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 _LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
               " instruction list and its demand propagates before its consumers'")
@@ -142,81 +147,66 @@ class XlaCpuTarget(Target):
         return [iid for iid in instrs if iid not in marked] + late
 
     # -- the hook ------------------------------------------------------------
-    def _plan(self, view: "TargetView", comp: int) -> list[Demand]:
+    def _step(self, g: "Graph", ins: "Instruction", hlo: str) -> PlanStep | None:
+        """The demands of a kernel op, a custom call or a collective; None: the catch-all's."""
+        if hlo == "reduce_scatter" or hlo == "all_gather":
+            if "dim" not in ins.attrs:
+                return None
+            if not g.values[ins.results[0]].is_array:
+                return _NO_DEMAND
+            dim = ins.attrs["dim"]
+            return PlanStep(MOST_MAJOR_DIM, dim, "target:cpu-collective-dim-major",
+                            f"the {hlo} dimension {dim} must be most major")
+        if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
+            return PlanStep(ROW_MAJOR_KERNEL, 0, "target:cpu-row-major-kernel",
+                            f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+        col = self.column_major_operand(g, ins)
+        if col is not None:
+            return PlanStep(ASCENDING_OPERAND, col, "target:cpu-column-major-constant",
+                            "a vector·matrix dot reads its constant matrix column-major")
+        return None
+
+    def _plan(self, view: "TargetView", comp: int) -> DemandPlan:
         """What the backend demands of the instructions of ``comp``: the same in
-        every round (each at the round's priority), so made once per run."""
-        plans = view.cache("xla-cpu-plan")
-        plan = plans.get(comp)
+        every round (each at the round's priority), so made once per run.
+
+        One pass per run over the few instructions that may need more than the
+        catch-all (kernels, custom calls, collectives) and the reshapes that
+        may come late; every other instruction gets the catch-all, which the
+        core works out from its own facts when the plan is applied.
+        """
+        cache = view.cache("xla-cpu-plan")
+        plan = cache.get(comp)
         if plan is not None:
             return plan
-        g = view.graph
-        values, instrs = g.values, g.instrs
-        plan = []
-        # The catch-all's slot lists, keyed by the operands' ranks (0 for a
-        # scalar or a non-array: nothing to choose) and the forwarded count: a
-        # large module has a few dozen distinct ones, so each is made once.
-        slot_lists = view.cache("xla-cpu-slots")
-        rank_of = view.cache("xla-cpu-ranks")
-        ranks = rank_of.get(None)
-        if ranks is None:  # once per run: the engine's rows hold Values, not ranks
-            ranks = rank_of[None] = [v.rank if v.is_array else 0 for v in values]
-        rule_of, forwards = view.rule, view.forwards
-        row_major = L.default_layout
-        for iid in self.list_order(g, comp):
-            ins = instrs[iid]
-            op = ins.op
-            if op == "parameter" or op == "root":
-                continue
-            rule = rule_of(iid)
-            hlo = rule.hlo
-            if hlo in _KERNEL_OPS or hlo == "custom_call":
-                if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
-                    why = Origin("target:cpu-row-major-kernel", ins.id, None,
-                                 f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
-                    results = [row_major(values[r].rank) if values[r].is_array else None
-                               for r in view.leaves(ins.id)]
-                    plan.append(Demand.on_results(iid, results, why))
-                    plan.extend(Demand.on_operand(iid, n, row_major(values[v].rank), why)
-                                for n, v in enumerate(ins.operands) if values[v].is_array)
+        found = cache.get(None)
+        if found is None:  # once per run
+            g = view.graph
+            instrs, rule = g.instrs, view.rule
+            steps: dict[int, dict[int, PlanStep]] = {}
+            late: dict[int, set[int]] = {}
+            for iid in view.instructions_of(_SINGLED_OUT):
+                ins = instrs[iid]
+                hlo = rule(iid).hlo
+                if hlo == "reshape":
+                    if ins.attrs.get("xla_pass_created"):
+                        late.setdefault(ins.comp, set()).add(iid)
                     continue
-                col = self.column_major_operand(g, ins)
-                if col is not None:
-                    v = values[ins.operands[col]]
-                    why = Origin("target:cpu-column-major-constant", ins.id, None,
-                                 "a vector·matrix dot reads its constant matrix column-major")
-                    plan.append(Demand.on_operand(iid, col, L.intern(range(v.rank)), why))
-                    continue
-            elif hlo == "reduce_scatter" or hlo == "all_gather":
-                if "dim" in ins.attrs:
-                    r = values[ins.results[0]]
-                    if r.is_array:
-                        dim = ins.attrs["dim"]
-                        lay = L.intern([d for d in row_major(r.rank) if d != dim] + [dim])
-                        why = Origin("target:cpu-collective-dim-major", ins.id, None,
-                                     f"the {hlo} dimension {dim} must be most major")
-                        plan.append(Demand.on_results(iid, [lay], why))
-                    continue
-            if rule.tuple_operand:
-                continue  # the operands are one HLO tuple, not arrays
-            # Rank-0 operands have nothing to choose; forwarded ones are the result.
-            # Every operand value, implicit captures last (TargetView.operand_values).
-            captures = ins.captures
-            key = (len(ins.results) if forwards(iid) else 0,
-                   *map(ranks.__getitem__, ins.operands + list(captures) if captures else ins.operands))
-            operands = slot_lists.get(key)
-            if operands is None:
-                operands = slot_lists[key] = tuple((n, row_major(key[n + 1])) for n in range(key[0], len(key) - 1)
-                                                   if key[n + 1])
-            if operands:
-                note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
-                # Every operand nothing constrained yet is read row-major.
-                plan.append(Demand.on_free_operands(iid, operands, ("target:cpu-row-major-operand", iid, None, note)))
-        plans[comp] = plan
+                step = self._step(g, ins, hlo)
+                if step is not None:
+                    steps.setdefault(ins.comp, {})[iid] = step
+            found = cache[None] = (steps, late)
+        steps, late = found
+        marked = late.get(comp)
+        # XLA's list keeps the late ones in their block order.
+        late_ids = tuple(i for i in view.graph.comps[comp].instrs if i in marked) if marked else ()
+        plan = cache[comp] = DemandPlan(view, comp, late_ids, steps.get(comp, _NO_STEPS), _CATCH_ALL_RULE,
+                                        _CATCH_ALL_NOTE, _LATE_NOTE)
         return plan
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterable[Demand]:
         plan = self._plan(view, comp)
         if loop_demands_first():
             # Applied before the plan: they read the store as the earlier steps left it.
-            return itertools.chain(propagate_loop_demands(view, comp), plan)
+            return plan.after(propagate_loop_demands(view, comp))
         return plan
