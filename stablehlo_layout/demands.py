@@ -25,7 +25,7 @@ XLA:CPU's backend demands off the per-instruction Python path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable, Iterator, Literal, Mapping
 
 from . import layout as L
@@ -164,7 +164,9 @@ class DemandPlan:
     mandatory, depth-first, at the round's priority.
 
     The plan reads the program through ``view`` only when it is iterated (a
-    target that passes its parent's demands on, or the user-target guard).
+    target that passes its parent's demands on, or the user-target guard);
+    the Demands are made on the first iteration and kept, so that every round
+    hands over the same Origin objects, as a list of Demands made once would.
     """
 
     view: "TargetView"
@@ -175,6 +177,8 @@ class DemandPlan:
     catch_all_note: str
     late_note: str
     before: Iterable[Demand] = ()
+    # Shared with the plans ``after`` makes: the same demands whatever comes before.
+    _expanded: list[Demand] = field(default_factory=list, repr=False)
 
     def after(self, before: Iterable[Demand]) -> "DemandPlan":
         """The same plan with ``before`` applied first."""
@@ -182,6 +186,11 @@ class DemandPlan:
 
     def __iter__(self) -> Iterator[Demand]:
         yield from self.before
+        if not self._expanded:
+            self._expanded.extend(self._demands())
+        yield from self._expanded
+
+    def _demands(self) -> Iterator[Demand]:
         view, late = self.view, self.late
         g = view.graph
         values, instrs = g.values, g.instrs
