@@ -10,6 +10,9 @@ whatever a layout-constrained custom call or an entry pin demands later.
 
 from __future__ import annotations
 
+import functools
+from itertools import compress
+from operator import attrgetter, itemgetter, methodcaller
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable
 
@@ -21,6 +24,7 @@ from .xla_version import loop_demands_first, propagate_loop_demands
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
+    from ..layout import Dims
     from ..target_view import TargetView
 
 # Eigen wants 16-byte aligned tensors; XLA's CPU allocator aligns a buffer to
@@ -31,11 +35,24 @@ _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
 # The ops that may need more than the catch-all (a runtime kernel's row-major
 # or column-major layouts, TopK, a collective's dimension), and the reshapes
 # an XLA pass made, which come last in its instruction list.
-_SINGLED_OUT = frozenset({"convolution", "dot", "dot_general", "custom_call", "reduce_scatter", "all_gather",
-                          "reshape"})
+_DOTS = frozenset({"dot", "dot_general"})
+_OTHERS = frozenset({"convolution", "custom_call", "reduce_scatter", "all_gather"})
+_SINGLED_OUT = _DOTS | _OTHERS | {"reshape"}
 _NO_DEMAND = PlanStep(NO_DEMAND)
 _NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
 _CATCH_ALL_RULE = "target:cpu-row-major-operand"
+
+
+@functools.lru_cache(maxsize=256)
+def _step_of(code: int, arg: int, hlo: str) -> PlanStep:
+    """A step and its words; the few distinct ones are shared by every instruction that takes one."""
+    if code == MOST_MAJOR_DIM:
+        return PlanStep(code, arg, "target:cpu-collective-dim-major", f"the {hlo} dimension {arg} must be most major")
+    if code == ROW_MAJOR_KERNEL:
+        return PlanStep(code, arg, "target:cpu-row-major-kernel",
+                        f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+    return PlanStep(code, arg, "target:cpu-column-major-constant",
+                    "a vector·matrix dot reads its constant matrix column-major")
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 _LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
               " instruction list and its demand propagates before its consumers'")
@@ -52,6 +69,27 @@ def _aligned(v: "Value") -> bool:
 
 def _is_int_or_float(element: str) -> bool:
     return element in _FLOATS or element[0] in "su" and element[1:].isdigit()
+
+
+# A large module has thousands of dots and a handful of distinct shapes: the
+# answer depends on the shapes alone, so it is worked out once per shape.
+@functools.lru_cache(maxsize=4096)
+def _gemm_needs_row_major(lhs_element: str, lhs_dims: "Dims", rhs_element: str, rhs_dims: "Dims",
+                          out_element: str, out_dims: "Dims") -> bool:
+    """Whether a dot without batch dimensions of these shapes runs a kernel that reads row-major."""
+    # Matrix-vector products use a tiled GEMV that reads either layout.
+    if (len(out_dims) <= 1 or (len(out_dims) == 2 and 1 in out_dims)) and _is_int_or_float(out_element):
+        return False
+
+    # Tiny operands use the naive loop, which reads either layout.
+    def small(dims: "Dims") -> bool:
+        return len(dims) <= 1 or (len(dims) == 2 and any(d is not None and d <= 3 for d in dims))
+
+    if small(lhs_dims) and small(rhs_dims):
+        return False
+    # Aligned GEMMs go to Eigen or the tiled GEMM: both need row-major.
+    return (len(lhs_dims) == len(rhs_dims) == len(out_dims) == 2 and (L.array_bytes(lhs_element, lhs_dims) or 0) > 0
+            and (L.array_bytes(rhs_element, rhs_dims) or 0) > 0 and out_element in _GEMM_TYPES)
 
 
 class XlaCpuTarget(Target):
@@ -88,20 +126,9 @@ class XlaCpuTarget(Target):
             return False
         if ins.attrs["lhs_batch"]:
             return True  # DotDecomposer puts batch dims first: they must be major
-        lhs, rhs = (g.values[v] for v in ins.operands[:2])
-        out = g.values[ins.results[0]]
-        # Matrix-vector products use a tiled GEMV that reads either layout.
-        if (out.rank <= 1 or (out.rank == 2 and 1 in out.dims)) and _is_int_or_float(out.element):
-            return False
-        # Tiny operands use the naive loop, which reads either layout.
-        def small(v: "Value") -> bool:
-            return v.rank <= 1 or (v.rank == 2 and any(d is not None and d <= 3 for d in v.dims))
-
-        if small(lhs) and small(rhs):
-            return False
-        # Aligned GEMMs go to Eigen or the tiled GEMM: both need row-major.
-        return (lhs.rank == rhs.rank == out.rank == 2 and _bytes(lhs) > 0 and _bytes(rhs) > 0
-                and out.element in _GEMM_TYPES)
+        values, operands = g.values, ins.operands
+        lhs, rhs, out = values[operands[0]], values[operands[1]], values[ins.results[0]]
+        return _gemm_needs_row_major(lhs.element, lhs.dims, rhs.element, rhs.dims, out.element, out.dims)
 
     def column_major_operand(self, g: "Graph", ins: "Instruction") -> int | None:
         """XLA's ShouldMakeOperandColumnMajor: a constant matrix in a vector·matrix dot."""
@@ -154,17 +181,63 @@ class XlaCpuTarget(Target):
                 return None
             if not g.values[ins.results[0]].is_array:
                 return _NO_DEMAND
-            dim = ins.attrs["dim"]
-            return PlanStep(MOST_MAJOR_DIM, dim, "target:cpu-collective-dim-major",
-                            f"the {hlo} dimension {dim} must be most major")
+            return _step_of(MOST_MAJOR_DIM, ins.attrs["dim"], hlo)
         if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
-            return PlanStep(ROW_MAJOR_KERNEL, 0, "target:cpu-row-major-kernel",
-                            f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+            return _step_of(ROW_MAJOR_KERNEL, 0, hlo)
         col = self.column_major_operand(g, ins)
         if col is not None:
-            return PlanStep(ASCENDING_OPERAND, col, "target:cpu-column-major-constant",
-                            "a vector·matrix dot reads its constant matrix column-major")
+            return _step_of(ASCENDING_OPERAND, col, hlo)
         return None
+
+    def _singled_out(self, view: "TargetView") -> tuple[dict[int, dict[int, PlanStep]], dict[int, set[int]]]:
+        """Per computation, the steps of the instructions that need more than the
+        catch-all, and the reshapes an XLA pass made (one pass per run).
+
+        Dots are most of them (thousands in a transformer): with this class's
+        own dot rules they are sorted in bulk, by their batch dimensions and
+        then by their shapes (``_gemm_needs_row_major``, once per shape); a
+        target that refines those rules is asked dot by dot.
+        """
+        g = view.graph
+        instrs, values, rule = g.instrs, g.values, view.rule
+        steps: dict[int, dict[int, PlanStep]] = {}
+        late: dict[int, set[int]] = {}
+        found = view.instructions_of(_SINGLED_OUT)  # one scan, then split by op
+        hlos = list(map(attrgetter("hlo"), map(rule, found)))
+        reshapes = [i for i, h in zip(found, hlos) if h == "reshape"]
+        marks = map(methodcaller("get", "xla_pass_created"), map(attrgetter("attrs"), map(instrs.__getitem__, reshapes)))
+        for iid in compress(reshapes, marks):
+            late.setdefault(instrs[iid].comp, set()).add(iid)
+        cls = type(self)
+        bulk_dots = (cls.dot_needs_row_major is XlaCpuTarget.dot_needs_row_major
+                     and cls.eigen_convolution is XlaCpuTarget.eigen_convolution and cls.rule is Target.rule)
+        rest: list[int] = []
+        if bulk_dots:
+            dots = [i for i, h in zip(found, hlos) if h in _DOTS]
+            batch = list(map(methodcaller("get", "lhs_batch"), map(attrgetter("attrs"), map(instrs.__getitem__, dots))))
+            kernels = list(compress(dots, batch))
+            # No dimension numbers: no dot rule applies (the catch-all's, as dot by dot).
+            plain = [d for d, b in zip(dots, batch) if b is not None and not b]
+            ops = list(map(attrgetter("operands"), map(instrs.__getitem__, plain)))
+            lhs = list(map(values.__getitem__, map(itemgetter(0), ops)))
+            rhs = list(map(values.__getitem__, map(itemgetter(1), ops)))
+            out = list(map(values.__getitem__, map(itemgetter(0), map(attrgetter("results"),
+                                                                     map(instrs.__getitem__, plain)))))
+            element, dims = attrgetter("element"), attrgetter("dims")
+            gemm = list(map(_gemm_needs_row_major, map(element, lhs), map(dims, lhs), map(element, rhs),
+                            map(dims, rhs), map(element, out), map(dims, out)))
+            kernels += compress(plain, gemm)
+            rest += (d for d, k in zip(plain, gemm) if not k)  # a column-major constant, maybe
+            for iid in kernels:
+                steps.setdefault(instrs[iid].comp, {})[iid] = _step_of(ROW_MAJOR_KERNEL, 0, rule(iid).hlo)
+        others = _OTHERS if bulk_dots else _OTHERS | _DOTS
+        rest += (i for i, h in zip(found, hlos) if h in others)
+        for iid in rest:
+            ins = instrs[iid]
+            step = self._step(g, ins, rule(iid).hlo)
+            if step is not None:
+                steps.setdefault(ins.comp, {})[iid] = step
+        return steps, late
 
     def _plan(self, view: "TargetView", comp: int) -> DemandPlan:
         """What the backend demands of the instructions of ``comp``: the same in
@@ -181,25 +254,11 @@ class XlaCpuTarget(Target):
             return plan
         found = cache.get(None)
         if found is None:  # once per run
-            g = view.graph
-            instrs, rule = g.instrs, view.rule
-            steps: dict[int, dict[int, PlanStep]] = {}
-            late: dict[int, set[int]] = {}
-            for iid in view.instructions_of(_SINGLED_OUT):
-                ins = instrs[iid]
-                hlo = rule(iid).hlo
-                if hlo == "reshape":
-                    if ins.attrs.get("xla_pass_created"):
-                        late.setdefault(ins.comp, set()).add(iid)
-                    continue
-                step = self._step(g, ins, hlo)
-                if step is not None:
-                    steps.setdefault(ins.comp, {})[iid] = step
-            found = cache[None] = (steps, late)
+            found = cache[None] = self._singled_out(view)
         steps, late = found
         marked = late.get(comp)
         # XLA's list keeps the late ones in their block order.
-        late_ids = tuple(i for i in view.graph.comps[comp].instrs if i in marked) if marked else ()
+        late_ids = tuple(filter(marked.__contains__, view.graph.comps[comp].instrs)) if marked else ()
         plan = cache[comp] = DemandPlan(view, comp, late_ids, steps.get(comp, _NO_STEPS), _CATCH_ALL_RULE,
                                         _CATCH_ALL_NOTE, _LATE_NOTE)
         return plan
