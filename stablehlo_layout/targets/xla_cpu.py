@@ -41,6 +41,9 @@ _SINGLED_OUT = _DOTS | _OTHERS | {"reshape"}
 _NO_DEMAND = PlanStep(NO_DEMAND)
 _NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
 _CATCH_ALL_RULE = "target:cpu-row-major-operand"
+_CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
+_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
+              " instruction list and its demand propagates before its consumers'")
 
 
 @functools.lru_cache(maxsize=256)
@@ -53,9 +56,6 @@ def _step_of(code: int, arg: int, hlo: str) -> PlanStep:
                         f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
     return PlanStep(code, arg, "target:cpu-column-major-constant",
                     "a vector·matrix dot reads its constant matrix column-major")
-_CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
-_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
-              " instruction list and its demand propagates before its consumers'")
 
 
 def _bytes(v: "Value") -> int:
@@ -156,23 +156,6 @@ class XlaCpuTarget(Target):
             return 1
         return None
 
-    @staticmethod
-    def list_order(g: "Graph", comp: int) -> list[int]:
-        """The instructions of ``comp`` in the order of XLA's instruction list, as far as it is known.
-
-        XLA's AddBackendConstraints walks the instruction list, where the
-        instructions earlier XLA passes made come last (``hlo_metadata``);
-        the rest keep the order of the input.  The engine drains the demands
-        depth-first, the last added first, so this order decides ties
-        between equally strong demands.
-        """
-        instrs = g.comps[comp].instrs
-        late = [iid for iid in instrs if g.instrs[iid].attrs.get("xla_pass_created")]
-        if not late:
-            return instrs
-        marked = set(late)
-        return [iid for iid in instrs if iid not in marked] + late
-
     # -- the hook ------------------------------------------------------------
     def _step(self, g: "Graph", ins: "Instruction", hlo: str) -> PlanStep | None:
         """The demands of a kernel op, a custom call or a collective; None: the catch-all's."""
@@ -247,6 +230,12 @@ class XlaCpuTarget(Target):
         catch-all (kernels, custom calls, collectives) and the reshapes that
         may come late; every other instruction gets the catch-all, which the
         core works out from its own facts when the plan is applied.
+
+        XLA's AddBackendConstraints walks the instruction list, where the
+        instructions earlier XLA passes made come last (``hlo_metadata``);
+        the rest keep the order of the input.  The engine drains the demands
+        depth-first, the last added first, so this order decides ties
+        between equally strong demands: the plan's ``late``.
         """
         cache = view.cache("xla-cpu-plan")
         plan = cache.get(comp)

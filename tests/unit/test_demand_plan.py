@@ -51,6 +51,16 @@ class OneByOne(XlaCpuTarget):
         return list(super().backend_demands(view, comp))
 
 
+class RefinedDots(XlaCpuTarget):
+    """A target that refines XLA:CPU's dot rule (here: to the same answer) is asked dot by dot."""
+
+    asked = 0
+
+    def dot_needs_row_major(self, g, ins):
+        RefinedDots.asked += 1
+        return super().dot_needs_row_major(g, ins)
+
+
 def _origin(o: Origin | None) -> tuple | None:
     if o is None:
         return None
@@ -74,6 +84,13 @@ def _facts(path: str, target: XlaCpuTarget) -> tuple:
 def test_the_plan_applied_at_once_is_its_demands_one_by_one(path: str):
     assert (ROOT / path).is_file(), path
     assert _facts(path, XlaCpuTarget()) == _facts(path, OneByOne())
+
+
+@pytest.mark.parametrize("path", INPUTS[:4])
+def test_dots_sorted_in_bulk_match_dots_asked_one_by_one(path: str):
+    RefinedDots.asked = 0
+    assert _facts(path, XlaCpuTarget()) == _facts(path, RefinedDots())
+    assert RefinedDots.asked > 0
 
 
 def _engine(path: str) -> Engine:
