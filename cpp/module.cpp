@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "demands.h"
 #include "facts.h"
 #include "index.h"
 #include "order.h"
@@ -74,9 +75,11 @@ class PyDeriver : public slcore::Deriver {
 };
 
 // The engine and the deriver it calls back through.
+// The engine, the deriver it calls back through, and the targets' plans (made once per run).
 struct Core {
   std::unique_ptr<PyDeriver> deriver;
   std::unique_ptr<slcore::Engine> e;
+  std::vector<slcore::Plan> plans;
 };
 
 slcore::Why why(int32_t rule, int32_t instr, int32_t parent, int32_t note, int32_t made) {
@@ -261,6 +264,32 @@ NB_MODULE(_core, m) {
                c.e->demand_operand(instr, n, layout, priority, w);
              }
            })
+      .def(
+          "add_plan",
+          [](Core& c, int32_t comp, Ids late, Ids instr, Flags code, Ids arg, Ids rule, Ids note, int32_t catch_all_rule,
+             int32_t catch_all_note, int32_t late_note) {
+            slcore::PlanInput in;
+            in.comp = comp;
+            in.late = std::move(late);
+            in.instr = std::move(instr);
+            in.code = std::move(code);
+            in.arg = std::move(arg);
+            in.rule = std::move(rule);
+            in.note = std::move(note);
+            in.catch_all_rule = catch_all_rule;
+            in.catch_all_note = catch_all_note;
+            in.late_note = late_note;
+            c.plans.push_back(slcore::make_plan(*c.e, in));
+            return static_cast<int32_t>(c.plans.size()) - 1;
+          },
+          "A computation's plan (cpp/demands.h), checked and laid out in list order; its id.")
+      .def(
+          "apply_plan",
+          [](Core& c, int32_t plan, int32_t priority) {
+            if (plan < 0 || plan >= static_cast<int32_t>(c.plans.size())) throw std::out_of_range("apply_plan: no such plan");
+            slcore::apply_plan(*c.e, c.plans[plan], priority);
+          },
+          "Applies plan ``plan``'s demands at ``priority``, in order.")
       .def("push_result",
            [](Core& c, int32_t comp, Ids layouts, int32_t priority, int32_t rule, int32_t at, int32_t parent,
               int32_t note, int32_t made) {

@@ -13,15 +13,27 @@ layouts: SetOperandLayout, SetBufferLayout, SetInstructionLayout, and
 XLA:CPU's "every operand nobody constrained yet is row-major" loop, which
 reads the constraint store once per operand and is one demand here so that
 a large module does not make one object per operand.
+
+A ``DemandPlan`` is the same demands for a whole computation as a table: the
+catch-all for every instruction that has no step of its own, in the order
+of XLA's instruction list, and a few codes (a kernel reading row-major, a
+column-major operand, a dimension made most major) for the rest.  Iterated,
+it is the ``Demand`` objects it stands for; the engine applies it in one call
+to the compiled core instead (``cpp/demands.h``), which is what keeps
+XLA:CPU's backend demands off the per-instruction Python path.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterable, Iterator, Literal, Mapping
 
+from . import layout as L
 from .constraints import Origin
 from .layout import Layout
+
+if TYPE_CHECKING:
+    from .target_view import TargetView
 
 DemandKind = Literal["operand", "buffer", "results", "free-operands"]
 OPERAND: DemandKind = "operand"
@@ -112,3 +124,108 @@ def _made(kind: DemandKind, target: int, operand: int, layout: Layout | None, la
     _set[8](d, priority)
     _set[9](d, origin)
     return d
+
+
+# What a plan step asks of its instruction; the numbers are the core's
+# (cpp/demands.h StepCode).  0 there is the catch-all, which needs no step.
+NO_DEMAND = 1  # nothing (the instruction is also spared the catch-all)
+ROW_MAJOR_KERNEL = 2  # row-major result leaves (on_results), then row-major on every array operand
+ASCENDING_OPERAND = 3  # operand ``arg`` in ascending minor-to-major: a column-major matrix
+MOST_MAJOR_DIM = 4  # the first result row-major but for dimension ``arg``, made most major
+STEP_CODES = (NO_DEMAND, ROW_MAJOR_KERNEL, ASCENDING_OPERAND, MOST_MAJOR_DIM)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    """One instruction's own demands in a ``DemandPlan``: a code, its argument, and why.
+
+    The demands of one step share one ``Origin(rule, instruction, None, note)``.
+    """
+
+    code: int
+    arg: int = 0
+    rule: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class DemandPlan:
+    """A computation's demands in XLA's instruction-list order, as one table.
+
+    The order is the computation's block order with ``late`` (instructions an
+    XLA pass made, which its list holds last) moved to the end, in the order
+    given.  An instruction with a step in ``steps`` gets the step's demands;
+    any other one gets the catch-all: a free-operands demand, row-major, on
+    every array operand of rank >= 1 that it does not forward (implicit
+    captures last), unless it is a parameter or a root or its operands are one
+    HLO tuple.  The catch-all's origin is the raw ``(catch_all_rule, instr,
+    None, note)``, ``late_note`` for the late ones.  ``before`` is applied
+    first, one demand at a time (it may read the store).  Every demand is
+    mandatory, depth-first, at the round's priority.
+
+    The plan reads the program through ``view`` only when it is iterated (a
+    target that passes its parent's demands on, or the user-target guard);
+    the Demands are made on the first iteration and kept, so that every round
+    hands over the same Origin objects, as a list of Demands made once would.
+    """
+
+    view: "TargetView"
+    comp: int
+    late: tuple[int, ...]
+    steps: Mapping[int, PlanStep]
+    catch_all_rule: str
+    catch_all_note: str
+    late_note: str
+    before: Iterable[Demand] = ()
+    # Shared with the plans ``after`` makes: the same demands whatever comes before.
+    _expanded: list[Demand] = field(default_factory=list, repr=False)
+
+    def after(self, before: Iterable[Demand]) -> "DemandPlan":
+        """The same plan with ``before`` applied first."""
+        return replace(self, before=before)
+
+    def __iter__(self) -> Iterator[Demand]:
+        yield from self.before
+        if not self._expanded:
+            self._expanded.extend(self._demands())
+        yield from self._expanded
+
+    def _demands(self) -> Iterator[Demand]:
+        view, late = self.view, self.late
+        g = view.graph
+        values, instrs = g.values, g.instrs
+        marked = set(late)
+        order = [i for i in g.comps[self.comp].instrs if i not in marked] + list(late) if late else \
+            g.comps[self.comp].instrs
+        row_major = L.default_layout
+        for iid in order:
+            ins = instrs[iid]
+            step = self.steps.get(iid)
+            if step is None:
+                if ins.op == "parameter" or ins.op == "root" or view.rule(iid).tuple_operand:
+                    continue
+                first = len(ins.results) if view.forwards(iid) else 0
+                ranks = [v.rank if v.is_array else 0 for v in view.operand_values(iid)]
+                slots = tuple((n, row_major(ranks[n])) for n in range(first, len(ranks)) if ranks[n])
+                if slots:
+                    note = self.late_note if iid in marked else self.catch_all_note
+                    yield Demand.on_free_operands(iid, slots, (self.catch_all_rule, iid, None, note))
+                continue
+            if step.code == NO_DEMAND:
+                continue
+            why = Origin(step.rule, iid, None, step.note)
+            if step.code == ROW_MAJOR_KERNEL:
+                yield Demand.on_results(iid, [row_major(values[r].rank) if values[r].is_array else None
+                                              for r in view.leaves(iid)], why)
+                for n, v in enumerate(ins.operands):
+                    if values[v].is_array:
+                        yield Demand.on_operand(iid, n, row_major(values[v].rank), why)
+            elif step.code == ASCENDING_OPERAND:
+                yield Demand.on_operand(iid, step.arg, L.intern(range(values[ins.operands[step.arg]].rank)), why)
+            elif step.code == MOST_MAJOR_DIM:
+                r = values[ins.results[0]]
+                if r.is_array:
+                    yield Demand.on_results(iid, [L.intern([d for d in row_major(r.rank) if d != step.arg]
+                                                           + [step.arg])], why)
+            else:
+                raise ValueError(f"a plan step with no such code: {step.code!r}")

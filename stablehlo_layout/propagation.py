@@ -32,7 +32,7 @@ from .constraints import (
     OperandConstraint,
     Origin,
 )
-from .demands import BUFFER, FREE_OPERANDS, OPERAND, RESULTS, Demand
+from .demands import BUFFER, FREE_OPERANDS, OPERAND, RESULTS, Demand, DemandPlan
 from .errors import PassError
 from .graph import Graph, Instruction, Value, shape_text
 from .index import build_engine, build_index
@@ -216,6 +216,8 @@ class Engine:
         self.bc = BufferConstraints(self.records)
         self.oc = OperandConstraints(self.records)
         self._slot_ids: dict[int, tuple[object, list[tuple[int, int]]]] = {}
+        # A target's plans as the core holds them (made on first sight, applied every round).
+        self._plan_ids: dict[tuple, tuple[object, int]] = {}
         self.current_priority = BEGINNING_PRIORITY
         self.round = 0
         self.comp_order: list[int] = self.index.computation_order()  # callees first, the entry last
@@ -363,8 +365,12 @@ class Engine:
         that reads the constraint store (``TargetView``) sees what its earlier
         demands set, as XLA's backends do between their Set*Layout calls.
         """
+        if demands.__class__ is DemandPlan:
+            self.apply_demands(demands.before)  # type: ignore[attr-defined]
+            self._apply_plan(demands)  # type: ignore[arg-type]
+            return
         current = self.current_priority
-        # XLA:CPU makes one free-operands demand per instruction: its path is inlined.
+        # A user target's free-operands demands take the inlined path.
         slot_ids, why, demand = self._slot_ids, self.records.why, self.core.demand_operands
         for d in demands:
             kind = d.kind
@@ -384,6 +390,27 @@ class Engine:
                 self.set_buffer_layout(d.layout, d.target, d.mandatory, d.dfs, priority, d.origin)  # type: ignore[arg-type]
             else:
                 raise PassError(f"internal: a demand of unknown kind {kind!r}")
+
+    def _apply_plan(self, plan: DemandPlan) -> None:
+        """A target's plan for a computation, in one call to the core (``cpp/demands.h``).
+
+        The core keeps the plan from its first round on; each step's shared
+        origin is a record the core makes on first use, as ``Records.record``
+        would for the ``Origin`` the step stands for.
+        """
+        key = (plan.comp, id(plan.steps), plan.late, plan.catch_all_rule, plan.catch_all_note, plan.late_note)
+        got = self._plan_ids.get(key)
+        if got is None:
+            name, steps = self.records.name, plan.steps
+            made = list(steps.values())
+            got = self._plan_ids[key] = (steps, self.core.add_plan(  # keeps steps alive: its id is in the key
+                plan.comp, list(plan.late), list(steps), [s.code for s in made], [s.arg for s in made],
+                [name(s.rule) for s in made], [name(s.note) for s in made], name(plan.catch_all_rule),
+                name(plan.catch_all_note), name(plan.late_note)))
+        try:
+            self.core.apply_plan(got[1], self.current_priority)
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     def _push_result(self, c: int, layouts: list[L.Layout | None], priority: int, origin: Origin) -> None:
         r = self.records

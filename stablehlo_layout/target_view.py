@@ -10,9 +10,9 @@ which every hook already receives; a target reads them, never writes them.)
 
 What each part is for:
 
-* ``graph``, ``rule``, ``leaves``, ``operand_values``, ``forwards``,
-  ``post_order``: the program as the engine sees it: the per-op rule the
-  target itself refined, XLA's result leaves (tuples flattened), every
+* ``graph``, ``rule``, ``instructions_of``, ``leaves``, ``operand_values``,
+  ``forwards``, ``post_order``: the program as the engine sees it: the
+  per-op rule the target itself refined, the instructions of given HLO ops, XLA's result leaves (tuples flattened), every
   operand value (implicit captures last), whether an op forwards its operand
   buffers, and XLA's post-order (XLA:GPU walks it backwards, users first).
 * ``given_params``: the entry layouts the input pinned (None: left open);
@@ -34,8 +34,10 @@ What each part is for:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
 from .layout import Layout
 
@@ -107,6 +109,14 @@ class TargetView:
     def rule(self, iid: int) -> "OpRule":
         """The op's rule as the target refined it (``Target.rule``)."""
         return self._rules[iid]
+
+    def instructions_of(self, hlos: Collection[str]) -> tuple[int, ...]:
+        """Every instruction whose rule's ``hlo`` is one of ``hlos``, in id order.
+
+        One scan in C over the rules: a target that singles out a few kinds of
+        op need not visit the others.
+        """
+        return tuple(compress(count(), map(hlos.__contains__, map(attrgetter("hlo"), self._rules))))
 
     def leaves(self, iid: int) -> tuple[int, ...]:
         """The result values of ``iid`` as XLA's shape indices, tuples flattened."""

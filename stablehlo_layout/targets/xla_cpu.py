@@ -10,18 +10,21 @@ whatever a layout-constrained custom call or an entry pin demands later.
 
 from __future__ import annotations
 
-import itertools
+import functools
+from itertools import compress
+from operator import attrgetter, itemgetter, methodcaller
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable
 
 from .. import layout as L
-from ..constraints import Origin
-from ..demands import Demand
+from ..demands import ASCENDING_OPERAND, MOST_MAJOR_DIM, NO_DEMAND, ROW_MAJOR_KERNEL, Demand, DemandPlan, PlanStep
 from ..rules import rule_for
 from .base import Target
 from .xla_version import loop_demands_first, propagate_loop_demands
 
 if TYPE_CHECKING:
     from ..graph import Graph, Instruction, Value
+    from ..layout import Dims
     from ..target_view import TargetView
 
 # Eigen wants 16-byte aligned tensors; XLA's CPU allocator aligns a buffer to
@@ -29,11 +32,30 @@ if TYPE_CHECKING:
 _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
-# The ops that may need a runtime kernel's row-major or column-major layouts.
-_KERNEL_OPS = {"convolution", "dot", "dot_general"}
+# The ops that may need more than the catch-all (a runtime kernel's row-major
+# or column-major layouts, TopK, a collective's dimension), and the reshapes
+# an XLA pass made, which come last in its instruction list.
+_DOTS = frozenset({"dot", "dot_general"})
+_OTHERS = frozenset({"convolution", "custom_call", "reduce_scatter", "all_gather"})
+_SINGLED_OUT = _DOTS | _OTHERS | {"reshape"}
+_NO_DEMAND = PlanStep(NO_DEMAND)
+_NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
+_CATCH_ALL_RULE = "target:cpu-row-major-operand"
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 _LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
               " instruction list and its demand propagates before its consumers'")
+
+
+@functools.lru_cache(maxsize=256)
+def _step_of(code: int, arg: int, hlo: str) -> PlanStep:
+    """A step and its words; the few distinct ones are shared by every instruction that takes one."""
+    if code == MOST_MAJOR_DIM:
+        return PlanStep(code, arg, "target:cpu-collective-dim-major", f"the {hlo} dimension {arg} must be most major")
+    if code == ROW_MAJOR_KERNEL:
+        return PlanStep(code, arg, "target:cpu-row-major-kernel",
+                        f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
+    return PlanStep(code, arg, "target:cpu-column-major-constant",
+                    "a vector·matrix dot reads its constant matrix column-major")
 
 
 def _bytes(v: "Value") -> int:
@@ -47,6 +69,27 @@ def _aligned(v: "Value") -> bool:
 
 def _is_int_or_float(element: str) -> bool:
     return element in _FLOATS or element[0] in "su" and element[1:].isdigit()
+
+
+# A large module has thousands of dots and a handful of distinct shapes: the
+# answer depends on the shapes alone, so it is worked out once per shape.
+@functools.lru_cache(maxsize=4096)
+def _gemm_needs_row_major(lhs_element: str, lhs_dims: "Dims", rhs_element: str, rhs_dims: "Dims",
+                          out_element: str, out_dims: "Dims") -> bool:
+    """Whether a dot without batch dimensions of these shapes runs a kernel that reads row-major."""
+    # Matrix-vector products use a tiled GEMV that reads either layout.
+    if (len(out_dims) <= 1 or (len(out_dims) == 2 and 1 in out_dims)) and _is_int_or_float(out_element):
+        return False
+
+    # Tiny operands use the naive loop, which reads either layout.
+    def small(dims: "Dims") -> bool:
+        return len(dims) <= 1 or (len(dims) == 2 and any(d is not None and d <= 3 for d in dims))
+
+    if small(lhs_dims) and small(rhs_dims):
+        return False
+    # Aligned GEMMs go to Eigen or the tiled GEMM: both need row-major.
+    return (len(lhs_dims) == len(rhs_dims) == len(out_dims) == 2 and (L.array_bytes(lhs_element, lhs_dims) or 0) > 0
+            and (L.array_bytes(rhs_element, rhs_dims) or 0) > 0 and out_element in _GEMM_TYPES)
 
 
 class XlaCpuTarget(Target):
@@ -83,20 +126,9 @@ class XlaCpuTarget(Target):
             return False
         if ins.attrs["lhs_batch"]:
             return True  # DotDecomposer puts batch dims first: they must be major
-        lhs, rhs = (g.values[v] for v in ins.operands[:2])
-        out = g.values[ins.results[0]]
-        # Matrix-vector products use a tiled GEMV that reads either layout.
-        if (out.rank <= 1 or (out.rank == 2 and 1 in out.dims)) and _is_int_or_float(out.element):
-            return False
-        # Tiny operands use the naive loop, which reads either layout.
-        def small(v: "Value") -> bool:
-            return v.rank <= 1 or (v.rank == 2 and any(d is not None and d <= 3 for d in v.dims))
-
-        if small(lhs) and small(rhs):
-            return False
-        # Aligned GEMMs go to Eigen or the tiled GEMM: both need row-major.
-        return (lhs.rank == rhs.rank == out.rank == 2 and _bytes(lhs) > 0 and _bytes(rhs) > 0
-                and out.element in _GEMM_TYPES)
+        values, operands = g.values, ins.operands
+        lhs, rhs, out = values[operands[0]], values[operands[1]], values[ins.results[0]]
+        return _gemm_needs_row_major(lhs.element, lhs.dims, rhs.element, rhs.dims, out.element, out.dims)
 
     def column_major_operand(self, g: "Graph", ins: "Instruction") -> int | None:
         """XLA's ShouldMakeOperandColumnMajor: a constant matrix in a vector·matrix dot."""
@@ -124,99 +156,105 @@ class XlaCpuTarget(Target):
             return 1
         return None
 
-    @staticmethod
-    def list_order(g: "Graph", comp: int) -> list[int]:
-        """The instructions of ``comp`` in the order of XLA's instruction list, as far as it is known.
+    # -- the hook ------------------------------------------------------------
+    def _step(self, g: "Graph", ins: "Instruction", hlo: str) -> PlanStep | None:
+        """The demands of a kernel op, a custom call or a collective; None: the catch-all's."""
+        if hlo == "reduce_scatter" or hlo == "all_gather":
+            if "dim" not in ins.attrs:
+                return None
+            if not g.values[ins.results[0]].is_array:
+                return _NO_DEMAND
+            return _step_of(MOST_MAJOR_DIM, ins.attrs["dim"], hlo)
+        if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
+            return _step_of(ROW_MAJOR_KERNEL, 0, hlo)
+        col = self.column_major_operand(g, ins)
+        if col is not None:
+            return _step_of(ASCENDING_OPERAND, col, hlo)
+        return None
+
+    def _singled_out(self, view: "TargetView") -> tuple[dict[int, dict[int, PlanStep]], dict[int, set[int]]]:
+        """Per computation, the steps of the instructions that need more than the
+        catch-all, and the reshapes an XLA pass made (one pass per run).
+
+        Dots are most of them (thousands in a transformer): with this class's
+        own dot rules they are sorted in bulk, by their batch dimensions and
+        then by their shapes (``_gemm_needs_row_major``, once per shape); a
+        target that refines those rules is asked dot by dot.
+        """
+        g = view.graph
+        instrs, values, rule = g.instrs, g.values, view.rule
+        steps: dict[int, dict[int, PlanStep]] = {}
+        late: dict[int, set[int]] = {}
+        found = view.instructions_of(_SINGLED_OUT)  # one scan, then split by op
+        hlos = list(map(attrgetter("hlo"), map(rule, found)))
+        reshapes = [i for i, h in zip(found, hlos) if h == "reshape"]
+        marks = map(methodcaller("get", "xla_pass_created"), map(attrgetter("attrs"), map(instrs.__getitem__, reshapes)))
+        for iid in compress(reshapes, marks):
+            late.setdefault(instrs[iid].comp, set()).add(iid)
+        cls = type(self)
+        bulk_dots = (cls.dot_needs_row_major is XlaCpuTarget.dot_needs_row_major
+                     and cls.eigen_convolution is XlaCpuTarget.eigen_convolution and cls.rule is Target.rule)
+        rest: list[int] = []
+        if bulk_dots:
+            dots = [i for i, h in zip(found, hlos) if h in _DOTS]
+            batch = list(map(methodcaller("get", "lhs_batch"), map(attrgetter("attrs"), map(instrs.__getitem__, dots))))
+            kernels = list(compress(dots, batch))
+            # No dimension numbers: no dot rule applies (the catch-all's, as dot by dot).
+            plain = [d for d, b in zip(dots, batch) if b is not None and not b]
+            ops = list(map(attrgetter("operands"), map(instrs.__getitem__, plain)))
+            lhs = list(map(values.__getitem__, map(itemgetter(0), ops)))
+            rhs = list(map(values.__getitem__, map(itemgetter(1), ops)))
+            out = list(map(values.__getitem__, map(itemgetter(0), map(attrgetter("results"),
+                                                                     map(instrs.__getitem__, plain)))))
+            element, dims = attrgetter("element"), attrgetter("dims")
+            gemm = list(map(_gemm_needs_row_major, map(element, lhs), map(dims, lhs), map(element, rhs),
+                            map(dims, rhs), map(element, out), map(dims, out)))
+            kernels += compress(plain, gemm)
+            rest += (d for d, k in zip(plain, gemm) if not k)  # a column-major constant, maybe
+            for iid in kernels:
+                steps.setdefault(instrs[iid].comp, {})[iid] = _step_of(ROW_MAJOR_KERNEL, 0, rule(iid).hlo)
+        others = _OTHERS if bulk_dots else _OTHERS | _DOTS
+        rest += (i for i, h in zip(found, hlos) if h in others)
+        for iid in rest:
+            ins = instrs[iid]
+            step = self._step(g, ins, rule(iid).hlo)
+            if step is not None:
+                steps.setdefault(ins.comp, {})[iid] = step
+        return steps, late
+
+    def _plan(self, view: "TargetView", comp: int) -> DemandPlan:
+        """What the backend demands of the instructions of ``comp``: the same in
+        every round (each at the round's priority), so made once per run.
+
+        One pass per run over the few instructions that may need more than the
+        catch-all (kernels, custom calls, collectives) and the reshapes that
+        may come late; every other instruction gets the catch-all, which the
+        core works out from its own facts when the plan is applied.
 
         XLA's AddBackendConstraints walks the instruction list, where the
         instructions earlier XLA passes made come last (``hlo_metadata``);
         the rest keep the order of the input.  The engine drains the demands
         depth-first, the last added first, so this order decides ties
-        between equally strong demands.
+        between equally strong demands: the plan's ``late``.
         """
-        instrs = g.comps[comp].instrs
-        late = [iid for iid in instrs if g.instrs[iid].attrs.get("xla_pass_created")]
-        if not late:
-            return instrs
-        marked = set(late)
-        return [iid for iid in instrs if iid not in marked] + late
-
-    # -- the hook ------------------------------------------------------------
-    def _plan(self, view: "TargetView", comp: int) -> list[Demand]:
-        """What the backend demands of the instructions of ``comp``: the same in
-        every round (each at the round's priority), so made once per run."""
-        plans = view.cache("xla-cpu-plan")
-        plan = plans.get(comp)
+        cache = view.cache("xla-cpu-plan")
+        plan = cache.get(comp)
         if plan is not None:
             return plan
-        g = view.graph
-        values, instrs = g.values, g.instrs
-        plan = []
-        # The catch-all's slot lists, keyed by the operands' ranks (0 for a
-        # scalar or a non-array: nothing to choose) and the forwarded count: a
-        # large module has a few dozen distinct ones, so each is made once.
-        slot_lists = view.cache("xla-cpu-slots")
-        rank_of = view.cache("xla-cpu-ranks")
-        ranks = rank_of.get(None)
-        if ranks is None:  # once per run: the engine's rows hold Values, not ranks
-            ranks = rank_of[None] = [v.rank if v.is_array else 0 for v in values]
-        rule_of, forwards = view.rule, view.forwards
-        row_major = L.default_layout
-        for iid in self.list_order(g, comp):
-            ins = instrs[iid]
-            op = ins.op
-            if op == "parameter" or op == "root":
-                continue
-            rule = rule_of(iid)
-            hlo = rule.hlo
-            if hlo in _KERNEL_OPS or hlo == "custom_call":
-                if self.eigen_convolution(g, ins) or self.dot_needs_row_major(g, ins) or ins.attrs.get("target") == "TopK":
-                    why = Origin("target:cpu-row-major-kernel", ins.id, None,
-                                 f"{hlo} is emitted as an Eigen/runtime kernel that reads row-major")
-                    results = [row_major(values[r].rank) if values[r].is_array else None
-                               for r in view.leaves(ins.id)]
-                    plan.append(Demand.on_results(iid, results, why))
-                    plan.extend(Demand.on_operand(iid, n, row_major(values[v].rank), why)
-                                for n, v in enumerate(ins.operands) if values[v].is_array)
-                    continue
-                col = self.column_major_operand(g, ins)
-                if col is not None:
-                    v = values[ins.operands[col]]
-                    why = Origin("target:cpu-column-major-constant", ins.id, None,
-                                 "a vector·matrix dot reads its constant matrix column-major")
-                    plan.append(Demand.on_operand(iid, col, L.intern(range(v.rank)), why))
-                    continue
-            elif hlo == "reduce_scatter" or hlo == "all_gather":
-                if "dim" in ins.attrs:
-                    r = values[ins.results[0]]
-                    if r.is_array:
-                        dim = ins.attrs["dim"]
-                        lay = L.intern([d for d in row_major(r.rank) if d != dim] + [dim])
-                        why = Origin("target:cpu-collective-dim-major", ins.id, None,
-                                     f"the {hlo} dimension {dim} must be most major")
-                        plan.append(Demand.on_results(iid, [lay], why))
-                    continue
-            if rule.tuple_operand:
-                continue  # the operands are one HLO tuple, not arrays
-            # Rank-0 operands have nothing to choose; forwarded ones are the result.
-            # Every operand value, implicit captures last (TargetView.operand_values).
-            captures = ins.captures
-            key = (len(ins.results) if forwards(iid) else 0,
-                   *map(ranks.__getitem__, ins.operands + list(captures) if captures else ins.operands))
-            operands = slot_lists.get(key)
-            if operands is None:
-                operands = slot_lists[key] = tuple((n, row_major(key[n + 1])) for n in range(key[0], len(key) - 1)
-                                                   if key[n + 1])
-            if operands:
-                note = _LATE_NOTE if ins.attrs.get("xla_pass_created") else _CATCH_ALL_NOTE
-                # Every operand nothing constrained yet is read row-major.
-                plan.append(Demand.on_free_operands(iid, operands, ("target:cpu-row-major-operand", iid, None, note)))
-        plans[comp] = plan
+        found = cache.get(None)
+        if found is None:  # once per run
+            found = cache[None] = self._singled_out(view)
+        steps, late = found
+        marked = late.get(comp)
+        # XLA's list keeps the late ones in their block order.
+        late_ids = tuple(filter(marked.__contains__, view.graph.comps[comp].instrs)) if marked else ()
+        plan = cache[comp] = DemandPlan(view, comp, late_ids, steps.get(comp, _NO_STEPS), _CATCH_ALL_RULE,
+                                        _CATCH_ALL_NOTE, _LATE_NOTE)
         return plan
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterable[Demand]:
         plan = self._plan(view, comp)
         if loop_demands_first():
             # Applied before the plan: they read the store as the earlier steps left it.
-            return itertools.chain(propagate_loop_demands(view, comp), plan)
+            return plan.after(propagate_loop_demands(view, comp))
         return plan

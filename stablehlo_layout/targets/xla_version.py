@@ -26,6 +26,7 @@ LOOP_DEMANDS_FIRST_SINCE = (0, 12)
 # XLA 0.12's XLA:GPU lets the caller lay out loop state the body left unconstrained.
 LOOP_STATE_FROM_CALLER_SINCE = (0, 12)
 
+_WHILE = frozenset({"while"})
 _LOOP_NOTE = ("XLA 0.12+ hands a loop's layout to the producers of its initial values before the backend's"
               " demands: a reshape there takes the loop's layout and stops being a bitcast")
 
@@ -75,9 +76,14 @@ def propagate_loop_demands(view: "TargetView", comp: int) -> Iterator[Demand]:
     already holds a layout at that priority.
     """
     g = view.graph
-    for iid in g.comps[comp].instrs:
-        if view.rule(iid).hlo != "while":
-            continue
+    whiles = view.cache("xla-0.12-whiles")  # per computation, its whiles in block order (once per run)
+    found = whiles.get(comp)
+    if found is None:
+        every = whiles.get(None)
+        if every is None:
+            every = whiles[None] = frozenset(view.instructions_of(_WHILE))
+        found = whiles[comp] = tuple(filter(every.__contains__, g.comps[comp].instrs)) if every else ()
+    for iid in found:
         for n, vid in enumerate(g.instrs[iid].operands):
             c = view.operand_constraint(iid, n)
             v = g.values[vid]

@@ -2,13 +2,17 @@
 // in the shapes the importer makes.  Run by tests/unit/test_core_cpp.py (it
 // builds this with cmake); exits non-zero and names each failed check.
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "demands.h"
+#include "facts.h"
 #include "index.h"
 #include "layouts.h"
 #include "order.h"
+#include "propagators.h"
 #include "provenance.h"
 #include "store.h"
 #include "worklist.h"
@@ -282,6 +286,161 @@ void test_a_python_origin_is_filled_once_then_copied() {
   CHECK(!fast.has_fact(m2));
 }
 
+
+// --- a target's plan (demands.h) -------------------------------------------------
+
+// One function: parameters a, b (f32[4,8]) and s (scalar); x = op(a, b);
+// k = kernel(a, b); t = a tuple-operand op of x; y = op(x), an XLA pass's (late);
+// z = op(s); c = op(a, b) for a column-major operand; g = op(x) for a dimension
+// made most major; root(y, k, t, z, c, g).
+struct PlanFixture {
+  Builder b;
+  int32_t f, a, bb, s, x, k, t, y, z, c, g, root;
+  std::unique_ptr<slcore::Engine> e;
+  PlanFixture() {
+    f = b.comp(true);
+    a = b.instr(f, {});
+    bb = b.instr(f, {});
+    s = b.instr(f, {});
+    x = b.instr(f, {b.result(a), b.result(bb)});
+    k = b.instr(f, {b.result(a), b.result(bb)});
+    t = b.instr(f, {b.result(x)});
+    y = b.instr(f, {b.result(x)});
+    z = b.instr(f, {b.result(s)});
+    c = b.instr(f, {b.result(a), b.result(bb)});
+    g = b.instr(f, {b.result(x)});
+    root = b.instr(f, {b.result(y), b.result(k), b.result(t), b.result(z), b.result(c), b.result(g)}, 0, true);
+    const Program& p = b.done(f);
+    slcore::FactsInput in;
+    const int32_t nv = p.n_values(), ni = p.n_instrs();
+    in.is_array.assign(nv, 1);
+    for (int32_t v = 0; v < nv; ++v) {
+      const bool scalar = v == b.result(s) || v == b.result(z);
+      in.rank.push_back(scalar ? 0 : 2);
+      in.buffer.push_back(v);
+      if (!scalar) {
+        in.dims.items.push_back(4);
+        in.dims.items.push_back(8);
+      }
+      in.dims.start.push_back(static_cast<int32_t>(in.dims.items.size()));
+    }
+    std::vector<Ids> uses(nv), use_n(nv);
+    for (int32_t i = 0; i < ni; ++i) {
+      for (int32_t n = 0; n < p.operands.count(i); ++n) {
+        uses[p.operands.begin(i)[n]].push_back(i);
+        use_n[p.operands.begin(i)[n]].push_back(n);
+      }
+    }
+    for (int32_t v = 0; v < nv; ++v) {
+      in.users.add(uses[v]);
+      in.use_operand.add(use_n[v]);
+    }
+    for (int32_t i = 0; i < ni; ++i) {
+      in.kind.push_back(i == root ? slcore::kRootInstr : i == a || i == bb || i == s ? slcore::kParameter : slcore::kOp);
+      in.hlo.push_back(slcore::kOtherOp);
+      in.rule.push_back(i == t ? slcore::kTupleOperand : i == k ? slcore::kCanChange : 0);  // a dot may change layout
+      in.back.push_back(slcore::kBackNone);
+      in.fwd.push_back(slcore::kFwdNone);
+      in.active.push_back(1);
+      in.layout_constrained.push_back(0);
+      in.dim.push_back(0);
+      in.captures.add({});
+      in.aliases.add({});
+      in.perm.add({});
+    }
+    in.comp_kind.push_back(slcore::kFuncComp);
+    in.caller.push_back(-1);
+    in.params.add({a, bb, s});
+    e = std::make_unique<slcore::Engine>(b.p, slcore::build_facts(b.p, std::move(in)), true, false, nullptr);
+  }
+  // Rule and note ids: 20 the catch-all's, 21 its note, 22 the late note, 30.. the steps'.
+  slcore::PlanInput input() const {
+    slcore::PlanInput in;
+    in.comp = f;
+    in.late = {y};
+    in.instr = {k, c, g};
+    in.code = {slcore::kRowMajorKernel, slcore::kAscendingOperand, slcore::kMostMajorDim};
+    in.arg = {0, 1, 1};
+    in.rule = {30, 31, 32};
+    in.note = {40, 41, 42};
+    in.catch_all_rule = 20;
+    in.catch_all_note = 21;
+    in.late_note = 22;
+    return in;
+  }
+  int32_t operand_layout(int32_t i, int32_t n) const { return e->store.operand(e->slot(i, n)).layout; }
+};
+
+void test_a_plan_lays_its_steps_out_in_list_order() {
+  PlanFixture f;
+  const slcore::Plan plan = slcore::make_plan(*f.e, f.input());
+  // Parameters, the root, the tuple-operand op and the op of a scalar have no step;
+  // the late op comes last, with its own note.
+  Ids instrs, codes, notes;
+  for (const slcore::Step& s : plan.steps) {
+    instrs.push_back(s.instr);
+    codes.push_back(s.code);
+    notes.push_back(s.note);
+  }
+  CHECK((instrs == Ids{f.x, f.k, f.c, f.g, f.y}));
+  CHECK((codes == Ids{slcore::kCatchAll, slcore::kRowMajorKernel, slcore::kAscendingOperand, slcore::kMostMajorDim,
+                      slcore::kCatchAll}));
+  CHECK((notes == Ids{21, 40, 41, 42, 22}));
+}
+
+void test_a_plan_names_only_its_own_computation() {
+  PlanFixture f;
+  slcore::PlanInput bad = f.input();
+  bad.code[0] = slcore::kCatchAll;  // the catch-all needs no step
+  bool refused = false;
+  try {
+    slcore::make_plan(*f.e, bad);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  CHECK(refused);
+  bad = f.input();
+  bad.arg[1] = 2;  // c has two operands
+  refused = false;
+  try {
+    slcore::make_plan(*f.e, bad);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  CHECK(refused);
+}
+
+void test_a_plan_applies_each_step_and_keeps_its_records_across_rounds() {
+  PlanFixture f;
+  slcore::Engine& e = *f.e;
+  const int32_t row = e.layouts.default_of(2), col = e.layouts.intern({0, 1});
+  // Something already holds x's first operand: the catch-all leaves it alone.
+  e.set_operand(col, f.x, 0, true, true, 0, {5, f.x, -1, 0, -1});
+  slcore::Plan plan = slcore::make_plan(e, f.input());
+  slcore::apply_plan(e, plan, 3);
+  CHECK(f.operand_layout(f.x, 0) == col && f.operand_layout(f.x, 1) == row);
+  const slcore::Record& catch_all = e.prov[e.store.operand(e.slot(f.x, 1)).origin];
+  CHECK(catch_all.rule == 20 && catch_all.note == 21 && catch_all.instr == f.x && catch_all.priority == 3);
+  CHECK(e.prov[e.store.operand(e.slot(f.y, 0)).origin].note == 22);
+  // The kernel: its result and both operands row-major, all from one record.
+  CHECK(e.buffer_layout(f.b.result(f.k)) == row && f.operand_layout(f.k, 0) == row && f.operand_layout(f.k, 1) == row);
+  const int32_t made = plan.steps[1].made;
+  CHECK(made >= 0 && e.prov[made].rule == 30 && e.prov[made].note == 40 && e.prov[made].instr == f.k);
+  CHECK(e.store.buffer(f.b.result(f.k)).origin == made);  // exact: the first constraint fills it in
+  CHECK(e.prov[e.store.operand(e.slot(f.k, 1)).origin].rule == 30);
+  // The column-major operand, and dimension 1 made most major: {0,1} both.
+  CHECK(f.operand_layout(f.c, 1) == col && !e.store.has_operand(e.slot(f.c, 0)));
+  CHECK(e.buffer_layout(f.b.result(f.g)) == col);
+  // Nothing for the tuple-operand op, the scalar op, parameters or the root.
+  CHECK(!e.store.has_operand(e.slot(f.t, 0)) && !e.store.has_operand(e.slot(f.root, 0)));
+  // The next round reuses the records the steps made.
+  e.new_round();
+  const int32_t records = e.prov.size();
+  slcore::apply_plan(e, plan, 4);
+  CHECK(plan.steps[1].made == made && e.store.operand(e.slot(f.k, 0)).priority == 4);
+  CHECK(e.prov[e.store.buffer(f.b.result(f.k)).origin].rule == 30 && e.prov.size() > records);
+}
+
 // --- the worklist ------------------------------------------------------------
 
 void test_worklist_dfs_front_last_first_bfs_back_by_priority() {
@@ -322,6 +481,9 @@ int main() {
   test_a_new_round_forgets_every_slot();
   test_a_python_origin_is_filled_once_then_copied();
   test_worklist_dfs_front_last_first_bfs_back_by_priority();
+  test_a_plan_lays_its_steps_out_in_list_order();
+  test_a_plan_names_only_its_own_computation();
+  test_a_plan_applies_each_step_and_keeps_its_records_across_rounds();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
