@@ -14,7 +14,6 @@ the chain from any copy back to its sources.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
 
@@ -179,7 +178,8 @@ class Engine:
         # Per-instruction facts the driver and targets read, computed once.
         if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
             table = RULES.get
-            self.rules: list[OpRule] = [table(op) or rule_for(op) for op in map(attrgetter("op"), graph.instrs)]
+            by_code = [table(op) or rule_for(op) for op in graph.columns.op_names]
+            self.rules: list[OpRule] = list(map(by_code.__getitem__, graph.columns.op))
         else:
             self.rules = [target.rule(graph, ins) for ins in graph.instrs]
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
@@ -194,7 +194,7 @@ class Engine:
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
         exact_, trivial = self.exact, self.trivial
-        self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
+        self.active = [True] * len(graph.instrs) if exact_ else [not trivial[c] for c in graph.columns.comp]
         self.forwarding = [r.forwards for r in self.rules]
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
