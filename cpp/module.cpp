@@ -62,7 +62,22 @@ slcore::Rows id_rows(nb::handle start, nb::handle items, const char* what) {
 
 // One Program per engine run, put in order from the columns the importer
 // collected as it walked the module (graph.py's Columns).
-struct Index : slcore::Walked {};
+struct Index : slcore::Walked {
+  Ids rule_of;  // per instruction, its rule's number among the distinct rules
+};
+
+// A per-rule fact, per instruction.
+template <class T>
+std::vector<T> per_instruction(const std::vector<T>& by_rule, const Ids& rule_of, const char* what) {
+  std::vector<T> out(rule_of.size());
+  for (size_t i = 0; i < rule_of.size(); ++i) {
+    if (rule_of[i] < 0 || static_cast<size_t>(rule_of[i]) >= by_rule.size()) {
+      throw std::invalid_argument(std::string(what) + ": an instruction's rule is out of range");
+    }
+    out[i] = by_rule[rule_of[i]];
+  }
+  return out;
+}
 
 nb::object rows_pair(const slcore::Rows& r) { return nb::make_tuple(nb::cast(r.start), nb::cast(r.items)); }
 
@@ -152,7 +167,8 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](Index* self, nb::handle producer, nb::handle element_owner,
-             nb::handle element_item, nb::handle comp, nb::handle kind, nb::handle is_while, nb::handle op_start,
+             nb::handle element_item, nb::handle comp, nb::handle kind, nb::handle while_rule, nb::handle rule_of,
+             nb::handle op_start,
              nb::handle op_items, nb::handle callee_owner, nb::handle callee_item, nb::handle capture_owner,
              nb::handle capture_item, nb::handle root, nb::handle is_func, nb::handle param_start,
              nb::handle param_items, nb::handle reordered, nb::handle reorder_start, nb::handle reorder_users,
@@ -163,7 +179,9 @@ NB_MODULE(_core, m) {
             w.element_item = ids(element_item, "element_item");
             w.comp = ids(comp, "comp");
             w.kind = flags(kind, "kind");
-            w.is_while = flags(is_while, "is_while");
+            Ids rules = ids(rule_of, "rule_of");
+            if (rules.size() != w.comp.size()) throw std::invalid_argument("index: rule_of has the wrong length");
+            w.is_while = per_instruction(flags(while_rule, "while_rule"), rules, "index");
             w.operands = id_rows(op_start, op_items, "operands");
             w.callee_owner = ids(callee_owner, "callee_owner");
             w.callee_item = ids(callee_item, "callee_item");
@@ -179,6 +197,7 @@ NB_MODULE(_core, m) {
             auto* x = new (self) Index();
             // A malformed walk is a bug on the Python side: say so, never crash.
             static_cast<slcore::Walked&>(*x) = slcore::from_walk(std::move(w));
+            x->rule_of = std::move(rules);
           })
       .def(
           "rows",
@@ -278,10 +297,11 @@ NB_MODULE(_core, m) {
             in.users = index.users;
             in.use_operand = index.use_operand;
             in.kind = index.kind;
-            in.hlo = flags(hlo, "hlo");
-            in.rule = column<uint16_t>(rule, 'H', "rule");
-            in.back = flags(back, "back");
-            in.fwd = flags(fwd, "fwd");
+            // Per distinct rule, what the core reads of it; per instruction through rule_of.
+            in.hlo = per_instruction(flags(hlo, "hlo"), index.rule_of, "engine");
+            in.rule = per_instruction(column<uint16_t>(rule, 'H', "rule"), index.rule_of, "engine");
+            in.back = per_instruction(flags(back, "back"), index.rule_of, "engine");
+            in.fwd = per_instruction(flags(fwd, "fwd"), index.rule_of, "engine");
             in.active = flags(active, "active");
             // The sparse facts (few instructions have them): zero or empty elsewhere.
             in.layout_constrained.assign(ni, 0);

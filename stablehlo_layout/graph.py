@@ -26,6 +26,10 @@ from .layout import ArrayShape, Dims, Layout
 
 # Value kinds.  Only arrays carry layouts.
 ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
+# The attributes the engine's set-up hands the core (index.build_engine): a
+# permutation, broadcast dimensions, a dimension, a custom call's aliases, and
+# a custom call's target (the engine marks such calls layout-constrained).
+CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target"})
 # The instruction kinds the core tells apart (cpp/facts.h, InstrKind); every op is 0.
 INSTR_KIND = {"root": 1, "parameter": 2}
 
@@ -171,7 +175,7 @@ class Columns:
     callee_item: list[int] = field(default_factory=list)
     capture_owner: list[int] = field(default_factory=list)
     capture_item: list[int] = field(default_factory=list)
-    # The ops whose attributes the engine's set-up reads (their dict is not empty).
+    # The ops with an attribute the engine's set-up reads (CORE_ATTRIBUTES).
     attributed: list[int] = field(default_factory=list)
     # Values whose uses the importer put in another order than the walk met them.
     reordered: list[int] = field(default_factory=list)

@@ -17,7 +17,8 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text, shape_text
+from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text,
+                    shape_text)
 from .hlo_metadata import PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
@@ -567,7 +568,7 @@ class _Importer:
             col_op.append(code)
             op_items.extend(operands)
             op_start.append(len(op_items))
-            if attrs:
+            if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())

@@ -12,6 +12,7 @@ parameters) travel as a ``start`` array and an ``items`` array: row ``i`` is
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass
 from itertools import accumulate, chain
 from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
@@ -37,15 +38,32 @@ def _field(name: str, items: Sequence[object]) -> list:
     return list(map(attrgetter(name), items))
 
 
-def _per_rule(rules: Sequence[OpRule], code: Callable[[OpRule], int], typecode: str = "B") -> array:
-    """``code`` of each instruction's rule: worked out once per distinct rule
-    object (a target may refine rules per op, but most share a few), then looked up in C."""
-    ids = list(map(id, rules))
-    by_id = {i: code(rule) for i, rule in dict(zip(ids, rules)).items()}
-    return array(typecode, map(by_id.__getitem__, ids))
+@dataclass(slots=True)
+class RuleTable:
+    """Each instruction's op rule, as the few distinct rules and each
+    instruction's number among them: what the core reads of a rule is worked
+    out once per distinct rule, and the core looks it up per instruction."""
+
+    distinct: list[OpRule]
+    of: Sequence[int]  # per instruction
+
+    @classmethod
+    def of_rules(cls, rules: Sequence[OpRule]) -> "RuleTable":
+        """For rules a target refined per instruction (most are still shared objects)."""
+        number: dict[int, int] = {}
+        distinct: list[OpRule] = []
+        for r in rules:
+            if id(r) not in number:
+                number[id(r)] = len(distinct)
+                distinct.append(r)
+        return cls(distinct, list(map(number.__getitem__, map(id, rules))))
+
+    def per_instruction(self, fact: Callable[[OpRule], object]) -> list:
+        by_rule = [fact(r) for r in self.distinct]
+        return list(map(by_rule.__getitem__, self.of))
 
 
-def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
+def build_index(g: Graph, rules: RuleTable) -> _core.Index:
     """The core's view of ``g``; ``rules`` (per instruction, the target's) say which ops are whiles."""
     assert g.entry is not None
     c, comps = g.columns, g.comps
@@ -58,7 +76,8 @@ def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
     kind_of_op = [INSTR_KIND.get(name, 0) for name in c.op_names]
     return _core.Index(
         *map(_ids, (c.producer, c.element_owner, c.element_item, c.comp)),
-        array("B", map(kind_of_op.__getitem__, c.op)), _per_rule(rules, lambda r: r.hlo == "while"),
+        array("B", map(kind_of_op.__getitem__, c.op)),
+        array("B", [r.hlo == "while" for r in rules.distinct]), _ids(rules.of),
         *map(_ids, (c.op_start, c.op_items, c.callee_owner, c.callee_item, c.capture_owner, c.capture_item)),
         _ids(_field("root", comps)),
         array("B", [kind == "func" for kind in _field("kind", comps)]),
@@ -115,7 +134,7 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
     return back, fwd
 
 
-def build_engine(g: Graph, index: _core.Index, rules: Sequence[OpRule], target: "Target", active: Sequence[bool],
+def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target", active: Sequence[bool],
                  exact: bool, tracing: bool, derive_operand: Callable, derive_output: Callable,
                  rule_operand: Callable) -> _core.Engine:
     """The core's engine over ``index``, with what its propagators read of ``g`` and the rules.
@@ -123,26 +142,24 @@ def build_engine(g: Graph, index: _core.Index, rules: Sequence[OpRule], target: 
     The three callables are the target's derivations the core cannot make
     itself (see ``_derivations``)."""
     c, instrs, comps = g.columns, g.instrs, g.comps
-    ids = list(map(id, rules))
-    hlo_of, bits_of, back_of, fwd_of, attr_of = {}, {}, {}, {}, {}
-    for i, rule in dict(zip(ids, rules)).items():
-        hlo_of[i], bits_of[i] = _HLO.get(rule.hlo, 0), _bits(rule)
-        back_of[i], fwd_of[i] = _derivations(rule, target)
+    hlo, bits, back, fwd, attr_of = array("B"), array("H"), array("B"), array("B"), []
+    for rule in rules.distinct:
+        h, b = _HLO.get(rule.hlo, 0), _bits(rule)
+        bk, fw = _derivations(rule, target)
+        hlo.append(h)
+        bits.append(b)
+        back.append(bk)
+        fwd.append(fw)
         # The attribute the core reads for it: a permutation, broadcast dims, a concatenate's dim.
-        if back_of[i] == _BACK_TRANSPOSE or fwd_of[i] == _FWD_TRANSPOSE:
-            attr_of[i] = "perm"
-        elif back_of[i] == _BACK_BROADCAST:
-            attr_of[i] = "dims"
-        elif hlo_of[i] == _HLO["concatenate"]:
-            attr_of[i] = "dim"
-    hlo, back, fwd = (array("B", map(m.__getitem__, ids)) for m in (hlo_of, back_of, fwd_of))
-    bits = array("H", map(bits_of.__getitem__, ids))
-    # The sparse facts, read from the few instructions with attributes (the importer lists them).
+        attr_of.append("perm" if bk == _BACK_TRANSPOSE or fw == _FWD_TRANSPOSE else "dims" if bk == _BACK_BROADCAST
+                       else "dim" if h == _HLO["concatenate"] else None)
+    # The sparse facts, read from the few instructions with such attributes (the importer lists them).
     dim_owner, dim_item, perm_owner, perm_item = array("i"), array("i"), array("i"), array("i")
     constrained, alias_owner, alias_item = array("i"), array("i"), array("i")
+    rule_of = rules.of
     for k in c.attributed:
         a = instrs[k].attrs
-        name = attr_of.get(ids[k])
+        name = attr_of[rule_of[k]]
         if name == "dim":
             dim_owner.append(k)
             dim_item.append(a["dim"])

@@ -19,7 +19,7 @@ from stablehlo_layout import _core, mlir
 from stablehlo_layout.errors import InputError, PassError
 from stablehlo_layout.graph import Graph
 from stablehlo_layout.importer import import_module
-from stablehlo_layout.index import build_index
+from stablehlo_layout.index import RuleTable, build_index
 from stablehlo_layout.rules import rule_for
 from tests.conftest import load_text
 from tests.unit.test_hlo_metadata import INLINED
@@ -41,7 +41,7 @@ def _rows(index: _core.Index, name: str) -> list[list[int]]:
 
 
 def assert_core_matches_graph(g: Graph) -> None:
-    index = build_index(g, [rule_for(ins.op) for ins in g.instrs])
+    index = build_index(g, RuleTable.of_rules([rule_for(ins.op) for ins in g.instrs]))
     values, instrs, comps = g.values, g.instrs, g.comps
     assert _rows(index, "elements") == [v.elements or [] for v in values]
     assert index.rows("is_tuple") == [v.elements is not None for v in values]
@@ -135,7 +135,7 @@ def _walk(**over: object) -> list[object]:
     # One value made by instruction 0 (a parameter of computation 0), read by the root (instruction 1).
     args: dict[str, object] = dict(
         producer=array("i", [0]), element_owner=array("i"), element_item=array("i"),
-        comp=array("i", [0, 0]), kind=array("B", [2, 1]), is_while=array("B", [0, 0]),
+        comp=array("i", [0, 0]), kind=array("B", [2, 1]), while_rule=array("B", [0]), rule_of=array("i", [0, 0]),
         op_start=array("i", [0, 0, 1]), op_items=array("i", [0]), callee_owner=array("i"),
         callee_item=array("i"), capture_owner=array("i"), capture_item=array("i"), root=array("i", [1]),
         is_func=array("B", [1]), param_start=array("i", [0, 1]), param_items=array("i", [0]),
@@ -159,6 +159,7 @@ def test_a_well_formed_walk_makes_its_rows():
       "reorder_operands": array("i", [0])}, "reordered value's uses are not its uses"),
     ({"producer": [0]}, r"producer: expected an array\('i'\)"),
     ({"kind": array("i", [2, 1])}, r"kind: expected an array\('B'\)"),
+    ({"rule_of": array("i", [0, 3])}, "an instruction's rule is out of range"),
 ])
 def test_a_malformed_walk_is_a_clear_error_not_a_crash(over: dict, message: str):
     with pytest.raises((ValueError, TypeError), match=message):
