@@ -83,6 +83,28 @@ Rows rows_from_pairs(int32_t n, const std::vector<int32_t>& owner, const std::ve
   return out;
 }
 
+void value_uses(const Rows& operands, const Rows& captures, int32_t n_values, Rows& users, Rows& use_operand) {
+  std::vector<int32_t> owner, item, operand_no;
+  owner.reserve(operands.items.size() + captures.items.size());
+  item.reserve(owner.capacity());
+  operand_no.reserve(owner.capacity());
+  for (int32_t i = 0; i < operands.size(); ++i) {
+    int32_t n = 0;
+    for (const int32_t* v = operands.begin(i); v != operands.end(i); ++v, ++n) {
+      owner.push_back(*v);
+      item.push_back(i);
+      operand_no.push_back(n);
+    }
+    for (const int32_t* v = captures.begin(i); v != captures.end(i); ++v, ++n) {
+      owner.push_back(*v);
+      item.push_back(i);
+      operand_no.push_back(n);
+    }
+  }
+  users = rows_from_pairs(n_values, owner, item, "uses");
+  use_operand = rows_from_pairs(n_values, owner, operand_no, "uses");
+}
+
 Walked from_walk(Walk w) {
   Walked out;
   Program& p = out.p;
@@ -155,26 +177,8 @@ Walked from_walk(Walk w) {
   p.used.assign(nv, 0);
   p.check();
   check_rows(out.captures, ni, nv, "captures");
-  // Uses: each instruction's operands, then its captures, in instruction order.
-  owner.clear();
-  item.clear();
-  std::vector<int32_t> operand_no;
-  for (int32_t i = 0; i < ni; ++i) {
-    int32_t n = 0;
-    for (const int32_t* v = p.operands.begin(i); v != p.operands.end(i); ++v, ++n) {
-      owner.push_back(*v);
-      item.push_back(i);
-      operand_no.push_back(n);
-    }
-    for (const int32_t* v = out.captures.begin(i); v != out.captures.end(i); ++v, ++n) {
-      owner.push_back(*v);
-      item.push_back(i);
-      operand_no.push_back(n);
-    }
-  }
-  out.users = rows_from_pairs(nv, owner, item, "uses");
-  out.use_operand = rows_from_pairs(nv, owner, operand_no, "uses");
-  for (int32_t v : owner) p.used[v] = 1;
+  value_uses(p.operands, out.captures, nv, out.users, out.use_operand);
+  for (int32_t v = 0; v < nv; ++v) p.used[v] = out.users.count(v) > 0;
   // XLA's order of readers where it differs: the same uses, reordered.
   if (w.reorder_users.size() != static_cast<int32_t>(w.reordered.size()) ||
       w.reorder_operands.start != w.reorder_users.start) {

@@ -97,6 +97,10 @@ struct Walked {
 // std::invalid_argument for ids out of range or rows that contradict each other.
 Walked from_walk(Walk w);
 
+// Per value, the (instruction, operand number) pairs that read it: each
+// instruction's own operands, then its implicit captures, in instruction order.
+void value_uses(const Rows& operands, const Rows& captures, int32_t n_values, Rows& users, Rows& use_operand);
+
 // Rows for owners 0..n-1 from (owner, item) pairs, each row in pair order.
 Rows rows_from_pairs(int32_t n, const std::vector<int32_t>& owner, const std::vector<int32_t>& item,
                      const char* what);

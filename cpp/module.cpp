@@ -163,6 +163,42 @@ NB_MODULE(_core, m) {
       },
       "The core's AlignLayouts (cpp/reshape.cpp), the twin of layout.align_layouts.");
 
+  m.def(
+      "fill_uses",
+      [](nb::list values, nb::handle op_start, nb::handle op_items, nb::handle capture_owner,
+         nb::handle capture_item) {
+        // The importer's Value.uses, made here in one go rather than one tuple per operand in its walk.
+        const int32_t nv = static_cast<int32_t>(values.size());
+        const slcore::Rows operands = id_rows(op_start, op_items, "operands");
+        const int32_t ni = operands.size();
+        if (ni < 0 || operands.start[0] != 0 || operands.start.back() != static_cast<int32_t>(operands.items.size())) {
+          throw std::invalid_argument("fill_uses: the operand rows do not cover their items");
+        }
+        for (int32_t i = 0; i < ni; ++i) {
+          if (operands.start[i] > operands.start[i + 1]) throw std::invalid_argument("fill_uses: operand rows overlap");
+        }
+        const slcore::Rows captures = slcore::rows_from_pairs(ni, ids(capture_owner, "capture_owner"),
+                                                              ids(capture_item, "capture_item"), "captures");
+        for (const slcore::Rows* r : {&operands, &captures}) {
+          for (int32_t v : r->items) {
+            if (v < 0 || v >= nv) throw std::invalid_argument("fill_uses: a use names a value out of range");
+          }
+        }
+        slcore::Rows users, use_operand;
+        slcore::value_uses(operands, captures, nv, users, use_operand);
+        nb::str name("uses");
+        for (int32_t v = 0; v < nv; ++v) {
+          const int32_t n = users.count(v);
+          if (n == 0) continue;
+          nb::list row;
+          for (int32_t k = users.start[v]; k < users.start[v + 1]; ++k) {
+            row.append(nb::make_tuple(users.items[k], use_operand.items[k]));
+          }
+          nb::setattr(values[v], name, row);
+        }
+      },
+      "Set each Value's uses, (instruction, operand number) pairs: own operands, then captures, in instruction order.");
+
   nb::class_<Index>(m, "Index")
       .def(
           "__init__",

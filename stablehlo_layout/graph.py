@@ -243,8 +243,6 @@ class Graph:
         iid = len(self.instrs)
         ins = Instruction(iid, op, comp, operands, [], attrs, loc)
         self.instrs.append(ins)
-        for n, vid in enumerate(operands):
-            self.values[vid].uses.append((iid, n))
         c = self.columns
         c.comp.append(comp)
         c.op.append(c.code_of_op(op))

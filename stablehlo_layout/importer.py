@@ -8,6 +8,7 @@ again without a second lookup; the engine never sees them.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass, field
 from collections.abc import Generator
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers only
 
+from . import _core
 from . import layout as L
 from .errors import PassError
 from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text,
@@ -369,8 +371,6 @@ class _Importer:
         self.g.columns.capture_owner.append(caller.id)
         self.g.columns.capture_item.append(outer)
         caller.attrs.setdefault("capture_params", []).append((comp, len(c.params)))
-        operand_no = len(caller.operands) + len(caller.captures) - 1
-        self.g.values[outer].uses.append((caller.id, operand_no))
         ov = self.g.values[outer]
         p = self._instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc, None)
         p.scope = caller.scope
@@ -435,6 +435,11 @@ class _Importer:
             _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
+        # Every value's uses, made once the walk is over (the core's order: own
+        # operands before captures, in instruction order), then XLA's orders.
+        cols = self.g.columns
+        _core.fill_uses(self.g.values, array("i", cols.op_start), array("i", cols.op_items),
+                        array("i", cols.capture_owner), array("i", cols.capture_item))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
@@ -560,8 +565,6 @@ class _Importer:
             iid = len(instrs)
             ins = Instruction(iid, name, cid, operands, [], attrs, op.location, (), (), scope)
             instrs.append(ins)
-            for n, i in enumerate(operands):
-                values[i].uses.append((iid, n))
             hops.append(op)
             comp_instrs.append(iid)
             col_comp.append(cid)

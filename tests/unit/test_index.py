@@ -46,6 +46,17 @@ def assert_core_matches_graph(g: Graph) -> None:
     assert _rows(index, "elements") == [v.elements or [] for v in values]
     assert index.rows("is_tuple") == [v.elements is not None for v in values]
     assert index.rows("used") == [bool(v.uses) for v in values]
+    # The walk's order, derived here on its own: each instruction's operands,
+    # then its implicit captures, in instruction order; XLA's order where the
+    # importer reordered a value's readers.
+    expected: list[list[tuple[int, int]]] = [[] for _ in values]
+    for ins in instrs:
+        for n, v in enumerate([*ins.operands, *ins.captures]):
+            expected[v].append((ins.id, n))
+    for v in g.columns.reordered:
+        assert sorted(expected[v]) == sorted(values[v].uses)
+        expected[v] = values[v].uses
+    assert [v.uses for v in values] == expected
     assert _rows(index, "users") == [[u for u, _ in v.uses] for v in values]
     assert _rows(index, "use_operand") == [[n for _, n in v.uses] for v in values]
     assert _rows(index, "operands") == [ins.operands for ins in instrs]
@@ -164,3 +175,10 @@ def test_a_well_formed_walk_makes_its_rows():
 def test_a_malformed_walk_is_a_clear_error_not_a_crash(over: dict, message: str):
     with pytest.raises((ValueError, TypeError), match=message):
         _core.Index(*_walk(**over))
+
+
+def test_uses_name_only_values_that_exist():
+    g, _ = import_module(load_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"))
+    with pytest.raises(ValueError, match="a use names a value out of range"):
+        _core.fill_uses(g.values, array("i", [0, 1]), array("i", [3]), array("i"), array("i"))
+    assert g.values[0].uses == [(1, 0)]  # the import's own, untouched
