@@ -190,9 +190,11 @@ NB_MODULE(_core, m) {
         for (int32_t v = 0; v < nv; ++v) {
           const int32_t n = users.count(v);
           if (n == 0) continue;
-          nb::list row;
-          for (int32_t k = users.start[v]; k < users.start[v + 1]; ++k) {
-            row.append(nb::make_tuple(users.items[k], use_operand.items[k]));
+          // Sized once (appending would over-allocate every row).
+          nb::list row = nb::steal<nb::list>(PyList_New(n));
+          for (int32_t k = 0; k < n; ++k) {
+            const int32_t j = users.start[v] + k;
+            PyList_SET_ITEM(row.ptr(), k, nb::make_tuple(users.items[j], use_operand.items[j]).release().ptr());
           }
           nb::setattr(values[v], name, row);
         }

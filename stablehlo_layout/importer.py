@@ -554,7 +554,10 @@ class _Importer:
                 extracted = self.extracted.get(key)
                 if extracted is None:
                     extracted = self.extracted[key] = _extract(op, name)
-                attrs = dict(extracted)  # callers add capture bookkeeping to their own
+                # Ops of one name and attribute share its facts (nothing writes
+                # them after the import); a region op gets its own dict, as its
+                # regions' captures add bookkeeping to it.
+                attrs = dict(extracted) if len(op.regions) else extracted
             else:
                 attrs = _extract(op, name) if needs else {}
             if self.given_layouts and len(op.results) == 1:
@@ -590,8 +593,10 @@ class _Importer:
                     cols.callee_owner.append(iid)
                     cols.callee_item.append(child)
                     yield self._walk_region(region, child)
-            results = ins.results
-            for r, res in enumerate(op.results):
+            # Sized once, not grown per result: one list per op adds up.
+            op_results = op.results
+            results = ins.results = [0] * len(op_results)
+            for r, res in enumerate(op_results):
                 t = res.type
                 known = tensor_types.get(t)
                 if known is not None:  # Graph.add_value for a known tensor type, written out
@@ -601,9 +606,9 @@ class _Importer:
                     col_shape.append(known[3])
                     vid[res] = n
                     value_comp.append(cid)
-                    results.append(n)
+                    results[r] = n
                 else:
-                    results.append(self._new_value(res, t, iid, r, cid))
+                    results[r] = self._new_value(res, t, iid, r, cid)
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
