@@ -593,10 +593,8 @@ class _Importer:
                     cols.callee_owner.append(iid)
                     cols.callee_item.append(child)
                     yield self._walk_region(region, child)
-            # Sized once, not grown per result: one list per op adds up.
-            op_results = op.results
-            results = ins.results = [0] * len(op_results)
-            for r, res in enumerate(op_results):
+            results = ins.results
+            for r, res in enumerate(op.results):
                 t = res.type
                 known = tensor_types.get(t)
                 if known is not None:  # Graph.add_value for a known tensor type, written out
@@ -606,9 +604,9 @@ class _Importer:
                     col_shape.append(known[3])
                     vid[res] = n
                     value_comp.append(cid)
-                    results[r] = n
+                    results.append(n)
                 else:
-                    results[r] = self._new_value(res, t, iid, r, cid)
+                    results.append(self._new_value(res, t, iid, r, cid))
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
