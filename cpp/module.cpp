@@ -3,10 +3,13 @@
 // propagators, ...) hold the logic.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -31,11 +34,53 @@ slcore::Rows rows(Ids start, Ids items) {
   return r;
 }
 
-// One Program per engine run, built from flat arrays the Python side fills in
-// one walk over its graph.
-struct Index {
-  slcore::Program p;
+// A column the importer filled (an ``array.array`` of the given type code),
+// copied in one go through the buffer protocol rather than item by item.
+template <class T>
+std::vector<T> column(nb::handle h, char code, const char* what) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    throw nb::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
+  }
+  const bool ok = view.itemsize == static_cast<Py_ssize_t>(sizeof(T)) && view.format != nullptr &&
+                  view.format[0] == code && view.format[1] == 0;
+  std::vector<T> out;
+  if (ok) {
+    out.resize(static_cast<size_t>(view.len) / sizeof(T));
+    if (!out.empty()) std::memcpy(out.data(), view.buf, out.size() * sizeof(T));
+  }
+  PyBuffer_Release(&view);
+  if (!ok) throw nb::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
+  return out;
+}
+
+Ids ids(nb::handle h, const char* what) { return column<int32_t>(h, 'i', what); }
+Flags flags(nb::handle h, const char* what) { return column<uint8_t>(h, 'B', what); }
+slcore::Rows id_rows(nb::handle start, nb::handle items, const char* what) {
+  return rows(ids(start, what), ids(items, what));
+}
+
+// One Program per engine run, put in order from the columns the importer
+// collected as it walked the module (graph.py's Columns).
+struct Index : slcore::Walked {
+  Ids rule_of;  // per instruction, its rule's number among the distinct rules
 };
+
+// A per-rule fact, per instruction.
+template <class T>
+std::vector<T> per_instruction(const std::vector<T>& by_rule, const Ids& rule_of, const char* what) {
+  std::vector<T> out(rule_of.size());
+  for (size_t i = 0; i < rule_of.size(); ++i) {
+    if (rule_of[i] < 0 || static_cast<size_t>(rule_of[i]) >= by_rule.size()) {
+      throw std::invalid_argument(std::string(what) + ": an instruction's rule is out of range");
+    }
+    out[i] = by_rule[rule_of[i]];
+  }
+  return out;
+}
+
+nb::object rows_pair(const slcore::Rows& r) { return nb::make_tuple(nb::cast(r.start), nb::cast(r.items)); }
 
 nb::tuple layout_tuple(const slcore::Layouts& l, int32_t id) {
   nb::list out;
@@ -121,31 +166,98 @@ NB_MODULE(_core, m) {
       },
       "The core's AlignLayouts (cpp/reshape.cpp), the twin of layout.align_layouts.");
 
+  m.def(
+      "fill_uses",
+      [](nb::list values, nb::handle op_start, nb::handle op_items, nb::handle capture_owner,
+         nb::handle capture_item) {
+        // The importer's Value.uses, made here in one go rather than one tuple per operand in its walk.
+        const int32_t nv = static_cast<int32_t>(values.size());
+        const slcore::Rows operands = id_rows(op_start, op_items, "operands");
+        const int32_t ni = operands.size();
+        if (ni < 0 || operands.start[0] != 0 || operands.start.back() != static_cast<int32_t>(operands.items.size())) {
+          throw std::invalid_argument("fill_uses: the operand rows do not cover their items");
+        }
+        for (int32_t i = 0; i < ni; ++i) {
+          if (operands.start[i] > operands.start[i + 1]) throw std::invalid_argument("fill_uses: operand rows overlap");
+        }
+        const slcore::Rows captures = slcore::rows_from_pairs(ni, ids(capture_owner, "capture_owner"),
+                                                              ids(capture_item, "capture_item"), "captures");
+        for (const slcore::Rows* r : {&operands, &captures}) {
+          for (int32_t v : r->items) {
+            if (v < 0 || v >= nv) throw std::invalid_argument("fill_uses: a use names a value out of range");
+          }
+        }
+        slcore::Rows users, use_operand;
+        slcore::value_uses(operands, captures, nv, users, use_operand);
+        nb::str name("uses");
+        for (int32_t v = 0; v < nv; ++v) {
+          const int32_t n = users.count(v);
+          if (n == 0) continue;
+          // Sized once (appending would over-allocate every row).
+          nb::list row = nb::steal<nb::list>(PyList_New(n));
+          for (int32_t k = 0; k < n; ++k) {
+            const int32_t j = users.start[v] + k;
+            PyList_SET_ITEM(row.ptr(), k, nb::make_tuple(users.items[j], use_operand.items[j]).release().ptr());
+          }
+          nb::setattr(values[v], name, row);
+        }
+      },
+      "Set each Value's uses, (instruction, operand number) pairs: own operands, then captures, in instruction order.");
+
   nb::class_<Index>(m, "Index")
       .def(
           "__init__",
-          [](Index* self, Ids producer, Flags is_tuple, Flags used, Ids elem_start, Ids elem_items, Ids comp,
-             Flags is_root, Flags is_while, Ids op_start, Ids op_items, Ids res_start, Ids res_items,
-             Ids callee_start, Ids callee_items, Ids root, Flags is_func, Ids instr_start, Ids instr_items,
-             int32_t entry) {
+          [](Index* self, nb::handle producer, nb::handle element_owner,
+             nb::handle element_item, nb::handle comp, nb::handle kind, nb::handle while_rule, nb::handle rule_of,
+             nb::handle op_start,
+             nb::handle op_items, nb::handle callee_owner, nb::handle callee_item, nb::handle capture_owner,
+             nb::handle capture_item, nb::handle root, nb::handle is_func, nb::handle param_start,
+             nb::handle param_items, nb::handle reordered, nb::handle reorder_start, nb::handle reorder_users,
+             nb::handle reorder_operands, int32_t entry) {
+            slcore::Walk w;
+            w.producer = ids(producer, "producer");
+            w.element_owner = ids(element_owner, "element_owner");
+            w.element_item = ids(element_item, "element_item");
+            w.comp = ids(comp, "comp");
+            w.kind = flags(kind, "kind");
+            Ids rules = ids(rule_of, "rule_of");
+            if (rules.size() != w.comp.size()) throw std::invalid_argument("index: rule_of has the wrong length");
+            w.is_while = per_instruction(flags(while_rule, "while_rule"), rules, "index");
+            w.operands = id_rows(op_start, op_items, "operands");
+            w.callee_owner = ids(callee_owner, "callee_owner");
+            w.callee_item = ids(callee_item, "callee_item");
+            w.capture_owner = ids(capture_owner, "capture_owner");
+            w.capture_item = ids(capture_item, "capture_item");
+            w.root = ids(root, "root");
+            w.is_func = flags(is_func, "is_func");
+            w.params = id_rows(param_start, param_items, "params");
+            w.reordered = ids(reordered, "reordered");
+            w.reorder_users = id_rows(reorder_start, reorder_users, "reorder_users");
+            w.reorder_operands = id_rows(reorder_start, reorder_operands, "reorder_operands");
+            w.entry = entry;
             auto* x = new (self) Index();
-            slcore::Program& p = x->p;
-            p.producer = std::move(producer);
-            p.is_tuple = std::move(is_tuple);
-            p.used = std::move(used);
-            p.elements = rows(std::move(elem_start), std::move(elem_items));
-            p.comp = std::move(comp);
-            p.is_root = std::move(is_root);
-            p.is_while = std::move(is_while);
-            p.operands = rows(std::move(op_start), std::move(op_items));
-            p.results = rows(std::move(res_start), std::move(res_items));
-            p.callees = rows(std::move(callee_start), std::move(callee_items));
-            p.root = std::move(root);
-            p.is_func = std::move(is_func);
-            p.instrs = rows(std::move(instr_start), std::move(instr_items));
-            p.entry = entry;
-            p.check();  // a malformed index is a bug on the Python side: say so, never crash
+            // A malformed walk is a bug on the Python side: say so, never crash.
+            static_cast<slcore::Walked&>(*x) = slcore::from_walk(std::move(w));
+            x->rule_of = std::move(rules);
           })
+      .def(
+          "rows",
+          [](const Index& x, const std::string& name) -> nb::object {
+            const slcore::Program& p = x.p;
+            if (name == "elements") return rows_pair(p.elements);
+            if (name == "operands") return rows_pair(p.operands);
+            if (name == "results") return rows_pair(p.results);
+            if (name == "callees") return rows_pair(p.callees);
+            if (name == "instrs") return rows_pair(p.instrs);
+            if (name == "captures") return rows_pair(x.captures);
+            if (name == "users") return rows_pair(x.users);
+            if (name == "use_operand") return rows_pair(x.use_operand);
+            if (name == "used") return nb::cast(p.used);
+            if (name == "is_tuple") return nb::cast(p.is_tuple);
+            if (name == "is_root") return nb::cast(p.is_root);
+            throw std::invalid_argument("Index.rows: no rows named " + name);
+          },
+          "The index's rows by name, (start, items), or a per-value / per-instruction flag list (tests read them).")
       .def(
           "tuple_shape_indices",
           [](const Index& x) {
@@ -178,35 +290,80 @@ NB_MODULE(_core, m) {
   nb::class_<Core>(m, "Engine")
       .def(
           "__init__",
-          [](Core* self, const Index& index, Flags is_array, Ids rank, Ids buffer, Ids dims_start,
-             std::vector<int64_t> dims_items,
-             Ids use_start, Ids users, Ids use_operand, Flags kind, Flags hlo, std::vector<uint16_t> rule, Flags back,
-             Flags fwd, Flags active, Flags layout_constrained, Ids dim, Ids capture_start, Ids capture_items,
-             Ids alias_start, Ids alias_items, Ids perm_start, Ids perm_items, Flags comp_kind, Ids caller,
-             Ids param_start, Ids param_items, bool exact, bool tracing, nb::object derive_back,
+          [](Core* self, const Index& index, nb::handle shape_of, nb::handle shape_is_array, nb::handle shape_start,
+             nb::handle shape_items, nb::handle buffer_value, nb::handle buffer_item, nb::handle hlo, nb::handle rule, nb::handle back,
+             nb::handle fwd, nb::handle active, nb::handle constrained, nb::handle dim_owner, nb::handle dim_item,
+             nb::handle alias_owner, nb::handle alias_item, nb::handle perm_owner, nb::handle perm_item,
+             nb::handle comp_kind, nb::handle caller, bool exact, bool tracing, nb::object derive_back,
              nb::object derive_fwd, nb::object derive_rule) {
+            const slcore::Program& p = index.p;
+            const int32_t nv = p.n_values(), ni = p.n_instrs();
+            // Per value its shape, from the few distinct shapes the importer met.
+            const Ids shape = ids(shape_of, "shape_of");
+            const Flags shape_array = flags(shape_is_array, "shape_is_array");
+            const Ids extent_start = ids(shape_start, "shape_start");
+            const std::vector<int64_t> extents = column<int64_t>(shape_items, 'q', "shape_items");
+            const int32_t n_shapes = static_cast<int32_t>(shape_array.size());
+            if (static_cast<int32_t>(extent_start.size()) != n_shapes + 1 || extent_start[0] != 0 ||
+                extent_start.back() != static_cast<int32_t>(extents.size())) {
+              throw std::invalid_argument("engine: the shape table's rows do not cover its extents");
+            }
+            if (static_cast<int32_t>(shape.size()) != nv) throw std::invalid_argument("engine: shape_of has the wrong length");
             slcore::FactsInput in;
-            in.is_array = std::move(is_array);
-            in.rank = std::move(rank);
-            in.buffer = std::move(buffer);
-            in.dims.start = std::move(dims_start);
-            in.dims.items = std::move(dims_items);
-            in.users = rows(use_start, std::move(users));
-            in.use_operand = rows(std::move(use_start), std::move(use_operand));
-            in.kind = std::move(kind);
-            in.hlo = std::move(hlo);
-            in.rule = std::move(rule);
-            in.back = std::move(back);
-            in.fwd = std::move(fwd);
-            in.active = std::move(active);
-            in.layout_constrained = std::move(layout_constrained);
-            in.dim = std::move(dim);
-            in.captures = rows(std::move(capture_start), std::move(capture_items));
-            in.aliases = rows(std::move(alias_start), std::move(alias_items));
-            in.perm = rows(std::move(perm_start), std::move(perm_items));
-            in.comp_kind = std::move(comp_kind);
-            in.caller = std::move(caller);
-            in.params = rows(std::move(param_start), std::move(param_items));
+            in.is_array.resize(nv);
+            in.rank.resize(nv);
+            in.dims.start.reserve(nv + 1);
+            for (int32_t v = 0; v < nv; ++v) {
+              const int32_t s = shape[v];
+              if (s < 0 || s >= n_shapes || extent_start[s] > extent_start[s + 1]) {
+                throw std::invalid_argument("engine: a value's shape is out of range");
+              }
+              in.is_array[v] = shape_array[s];
+              in.rank[v] = extent_start[s + 1] - extent_start[s];
+              in.dims.items.insert(in.dims.items.end(), extents.begin() + extent_start[s],
+                                   extents.begin() + extent_start[s + 1]);
+              in.dims.start.push_back(static_cast<int32_t>(in.dims.items.size()));
+            }
+            // Each value its own buffer, but for the ones the importer pointed elsewhere (the last word counts).
+            in.buffer.resize(nv);
+            for (int32_t v = 0; v < nv; ++v) in.buffer[v] = v;
+            const Ids shared = ids(buffer_value, "buffer_value"), target = ids(buffer_item, "buffer_item");
+            if (shared.size() != target.size()) throw std::invalid_argument("engine: buffer pairs differ in length");
+            for (size_t k = 0; k < shared.size(); ++k) {
+              if (shared[k] < 0 || shared[k] >= nv || target[k] < 0 || target[k] >= nv) {
+                throw std::invalid_argument("engine: a value's buffer is out of range");
+              }
+              in.buffer[shared[k]] = target[k];
+            }
+            in.users = index.users;
+            in.use_operand = index.use_operand;
+            in.kind = index.kind;
+            // Per distinct rule, what the core reads of it; per instruction through rule_of.
+            in.hlo = per_instruction(flags(hlo, "hlo"), index.rule_of, "engine");
+            in.rule = per_instruction(column<uint16_t>(rule, 'H', "rule"), index.rule_of, "engine");
+            in.back = per_instruction(flags(back, "back"), index.rule_of, "engine");
+            in.fwd = per_instruction(flags(fwd, "fwd"), index.rule_of, "engine");
+            in.active = flags(active, "active");
+            // The sparse facts (few instructions have them): zero or empty elsewhere.
+            in.layout_constrained.assign(ni, 0);
+            for (int32_t i : ids(constrained, "constrained")) {
+              if (i < 0 || i >= ni) throw std::invalid_argument("engine: a constrained instruction is out of range");
+              in.layout_constrained[i] = 1;
+            }
+            in.dim.assign(ni, 0);
+            const Ids dim_of = ids(dim_owner, "dim_owner"), dim_value = ids(dim_item, "dim_item");
+            if (dim_of.size() != dim_value.size()) throw std::invalid_argument("engine: dim pairs differ in length");
+            for (size_t k = 0; k < dim_of.size(); ++k) {
+              if (dim_of[k] < 0 || dim_of[k] >= ni) throw std::invalid_argument("engine: a dim's instruction is out of range");
+              in.dim[dim_of[k]] = dim_value[k];
+            }
+            in.captures = index.captures;
+            in.aliases = slcore::rows_from_pairs(ni, ids(alias_owner, "alias_owner"), ids(alias_item, "alias_item"),
+                                                 "aliases");
+            in.perm = slcore::rows_from_pairs(ni, ids(perm_owner, "perm_owner"), ids(perm_item, "perm_item"), "perm");
+            in.comp_kind = flags(comp_kind, "comp_kind");
+            in.caller = ids(caller, "caller");
+            in.params = index.params;
             auto* c = new (self) Core();
             c->deriver = std::make_unique<PyDeriver>(std::move(derive_back), std::move(derive_fwd),
                                                      std::move(derive_rule));

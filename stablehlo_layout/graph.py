@@ -26,6 +26,12 @@ from .layout import ArrayShape, Dims, Layout
 
 # Value kinds.  Only arrays carry layouts.
 ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
+# The attributes the engine's set-up hands the core (index.build_engine): a
+# permutation, broadcast dimensions, a dimension, a custom call's aliases, and
+# a custom call's target (the engine marks such calls layout-constrained).
+CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target"})
+# The instruction kinds the core tells apart (cpp/facts.h, InstrKind); every op is 0.
+INSTR_KIND = {"root": 1, "parameter": 2}
 
 
 @dataclass(slots=True)
@@ -139,6 +145,67 @@ class Computation:
 
 
 @dataclass(slots=True)
+class Columns:
+    """The compiled core's view of the graph, as flat integer columns (``index.py``
+    hands them over, ``cpp/index.h``'s ``Walk`` says what each holds).
+
+    The importer appends to them as it makes each value and instruction, so
+    that the engine's set-up copies a few buffers instead of walking every
+    Python object again.  Rows filled out of id order (a tuple's elements, an
+    op's callees and captures) are (owner, item) pairs in the order met.
+    Plain lists, not arrays: a list's ``append`` is the cheapest call in the
+    walk, which makes them once per op, and the hand-over packs each in one go.
+    """
+
+    # Per value.  ``shape``: its row of the shape table (0: not an array).
+    # A value is its own buffer unless (value, buffer) pairs say otherwise,
+    # the last pair for a value counting.
+    producer: list[int] = field(default_factory=list)
+    shape: list[int] = field(default_factory=list)
+    element_owner: list[int] = field(default_factory=list)
+    element_item: list[int] = field(default_factory=list)
+    buffer_value: list[int] = field(default_factory=list)
+    buffer_item: list[int] = field(default_factory=list)
+    # Per instruction.  ``op``: its name's number in ``op_names``.
+    comp: list[int] = field(default_factory=list)
+    op: list[int] = field(default_factory=list)
+    op_start: list[int] = field(default_factory=lambda: [0])
+    op_items: list[int] = field(default_factory=list)
+    callee_owner: list[int] = field(default_factory=list)
+    callee_item: list[int] = field(default_factory=list)
+    capture_owner: list[int] = field(default_factory=list)
+    capture_item: list[int] = field(default_factory=list)
+    # The ops with an attribute the engine's set-up reads (CORE_ATTRIBUTES).
+    attributed: list[int] = field(default_factory=list)
+    # Values whose uses the importer put in another order than the walk met them.
+    reordered: list[int] = field(default_factory=list)
+    # The shape table: per distinct array shape its extents (-1: dynamic).
+    shape_code: dict[Dims, int] = field(default_factory=dict)
+    shape_is_array: list[int] = field(default_factory=lambda: [0])
+    shape_start: list[int] = field(default_factory=lambda: [0, 0])
+    shape_items: list[int] = field(default_factory=list)
+    op_names: list[str] = field(default_factory=list)
+    op_code: dict[str, int] = field(default_factory=dict)
+
+    def code_of_shape(self, dims: Dims) -> int:
+        """The shape table's row for an array of ``dims``, made on first sight."""
+        code = self.shape_code.get(dims)
+        if code is None:
+            code = self.shape_code[dims] = len(self.shape_is_array)
+            self.shape_is_array.append(1)
+            self.shape_items.extend(-1 if d is None else d for d in dims)
+            self.shape_start.append(len(self.shape_items))
+        return code
+
+    def code_of_op(self, name: str) -> int:
+        code = self.op_code.get(name)
+        if code is None:
+            code = self.op_code[name] = len(self.op_names)
+            self.op_names.append(name)
+        return code
+
+
+@dataclass(slots=True)
 class Graph:
     values: list[Value] = field(default_factory=list)
     instrs: list[Instruction] = field(default_factory=list)
@@ -154,19 +221,33 @@ class Graph:
     unknown_ops: dict[str, int] = field(default_factory=dict)
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
+    columns: Columns = field(default_factory=Columns)
 
-    def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int) -> Value:
+    def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
+        """A new value; ``shape``: its row of the columns' shape table."""
         vid = len(self.values)
         v = Value(vid, kind, element, dims, producer, index, vid, [], None, len(dims), kind == ARRAY)
         self.values.append(v)
+        c = self.columns
+        c.producer.append(producer)
+        c.shape.append(shape)
         return v
+
+    def share_buffer(self, v: Value, buffer: int) -> None:
+        """``v`` points at ``buffer`` (a forwarded or tuple-built value), in the columns too."""
+        v.buffer = buffer
+        self.columns.buffer_value.append(v.id)
+        self.columns.buffer_item.append(buffer)
 
     def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any) -> Instruction:
         iid = len(self.instrs)
         ins = Instruction(iid, op, comp, operands, [], attrs, loc)
         self.instrs.append(ins)
-        for n, vid in enumerate(operands):
-            self.values[vid].uses.append((iid, n))
+        c = self.columns
+        c.comp.append(comp)
+        c.op.append(c.code_of_op(op))
+        c.op_items.extend(operands)
+        c.op_start.append(len(c.op_items))
         return ins
 
     def leaves(self, vid: int) -> list[int]:

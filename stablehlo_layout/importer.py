@@ -8,6 +8,7 @@ again without a second lookup; the engine never sees them.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass, field
 from collections.abc import Generator
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers only
 
+from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text, shape_text
+from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text,
+                    shape_text)
 from .hlo_metadata import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
@@ -281,7 +284,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
@@ -291,7 +294,8 @@ class _Importer:
         self.value_comp: list[int] = []
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
-        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int]] = {}  # element, dims, rank
+        # element, dims, rank, row of the columns' shape table
+        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
         self.extracted: dict[tuple[str, ir.Attribute], dict[str, Any]] = {}
@@ -303,14 +307,17 @@ class _Importer:
         if known is None and isinstance(t, ir.RankedTensorType):
             # Types are uniqued by MLIR: decode each distinct one once.
             dims = tuple(None if t.is_dynamic_dim(i) else d for i, d in enumerate(t.shape))
-            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims, len(dims))
+            known = self.tensor_types[t] = (L.xla_element_type(str(t.element_type)), dims, len(dims),
+                                            g.columns.code_of_shape(dims))
         if known is not None:
-            val = g.add_value(ARRAY, known[0], known[1], producer, index)
+            val = g.add_value(ARRAY, known[0], known[1], producer, index, known[3])
         elif isinstance(t, ir.TupleType):
             val = g.add_value(TUPLE, str(t), (), producer, index)
             # Each element is its own buffer (an XLA shape index), defined by the producer.
             val.elements = [self._new_value(None, t.get_type(i), producer, index, comp)
                             for i in range(t.num_types)]
+            g.columns.element_owner.extend([val.id] * len(val.elements))
+            g.columns.element_item.extend(val.elements)
         elif "token" in str(t):
             val = g.add_value(TOKEN, "token", (), producer, index)
         else:
@@ -331,7 +338,7 @@ class _Importer:
         pairs = [(dst, src)]
         while pairs:
             d, s = (self.g.values[i] for i in pairs.pop())
-            d.buffer = s.buffer
+            self.g.share_buffer(d, s.buffer)
             if d.elements is not None and s.elements is not None:
                 pairs.extend(zip(d.elements, s.elements))
 
@@ -367,15 +374,16 @@ class _Importer:
         if not caller.captures:
             caller.captures = []
         caller.captures.append(outer)  # type: ignore[union-attr]
+        self.g.columns.capture_owner.append(caller.id)
+        self.g.columns.capture_item.append(outer)
         caller.attrs.setdefault("capture_params", []).append((comp, len(c.params)))
-        operand_no = len(caller.operands) + len(caller.captures) - 1
-        self.g.values[outer].uses.append((caller.id, operand_no))
         ov = self.g.values[outer]
         p = self._instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc, None)
         p.scope = caller.scope
         pv = self._new_value(None, _NO_TYPE, p.id, len(c.params), comp)
         val = self.g.values[pv]
         val.retype(ov.kind, ov.element, ov.dims)
+        self.g.columns.shape[pv] = self.g.columns.shape[outer]
         p.results.append(pv)
         c.params.append(p.id)
         c.instrs.insert(len(c.params) - 1, p.id)
@@ -433,6 +441,11 @@ class _Importer:
             _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
+        # Every value's uses, made once the walk is over (the core's order: own
+        # operands before captures, in instruction order), then XLA's orders.
+        cols = self.g.columns
+        _core.fill_uses(self.g.values, array("i", cols.op_start), array("i", cols.op_items),
+                        array("i", cols.capture_owner), array("i", cols.capture_item))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
@@ -465,6 +478,7 @@ class _Importer:
                 continue  # an edit changed the op's readers since the dump: the module's order stands
             rank = {readers[k]: position for position, k in enumerate(order)}
             v.uses.sort(key=lambda use: rank[use[0]])
+            g.columns.reordered.append(v.id)
 
     def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
         cid = len(self.g.comps)
@@ -510,6 +524,9 @@ class _Importer:
         tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
         hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
+        cols = g.columns
+        col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
+        op_start, op_items = cols.op_start, cols.op_items
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -533,9 +550,9 @@ class _Importer:
                 continue
             facts = op_facts.get(name)
             if facts is None:
-                facts = op_facts[name] = (*_facts_of(name), name)
+                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name))
             # Every instruction of one op name holds the same string, not a copy per op.
-            rule, needs, tuple_kind, keyed_by, name = facts
+            rule, needs, tuple_kind, keyed_by, name, code = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
@@ -543,7 +560,10 @@ class _Importer:
                 extracted = self.extracted.get(key)
                 if extracted is None:
                     extracted = self.extracted[key] = _extract(op, name)
-                attrs = dict(extracted)  # callers add capture bookkeeping to their own
+                # Ops of one name and attribute share its facts (nothing writes
+                # them after the import); a region op gets its own dict, as its
+                # regions' captures add bookkeeping to it.
+                attrs = dict(extracted) if len(op.regions) else extracted
             else:
                 attrs = _extract(op, name) if needs else {}
             if self.given_layouts and len(op.results) == 1:
@@ -554,10 +574,14 @@ class _Importer:
             iid = len(instrs)
             ins = Instruction(iid, name, cid, operands, [], attrs, op.location, (), (), scope)
             instrs.append(ins)
-            for n, i in enumerate(operands):
-                values[i].uses.append((iid, n))
             hops.append(op)
             comp_instrs.append(iid)
+            col_comp.append(cid)
+            col_op.append(code)
+            op_items.extend(operands)
+            op_start.append(len(op_items))
+            if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
+                cols.attributed.append(iid)
             if len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
@@ -572,6 +596,8 @@ class _Importer:
                     if not ins.callees:
                         ins.callees = []
                     ins.callees.append(child)  # type: ignore[union-attr]
+                    cols.callee_owner.append(iid)
+                    cols.callee_item.append(child)
                     yield self._walk_region(region, child)
             results = ins.results
             for r, res in enumerate(op.results):
@@ -580,6 +606,8 @@ class _Importer:
                 if known is not None:  # Graph.add_value for a known tensor type, written out
                     n = len(values)
                     values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, [], None, known[2], True))
+                    col_producer.append(iid)
+                    col_shape.append(known[3])
                     vid[res] = n
                     value_comp.append(cid)
                     results.append(n)
@@ -597,7 +625,7 @@ class _Importer:
             if rule.forwards:
                 for r, v in enumerate(results):
                     if r < len(operands):
-                        g.values[v].buffer = g.values[operands[r]].buffer
+                        g.share_buffer(g.values[v], g.values[operands[r]].buffer)
         return None
 
     def _inline_call(self, op: ir.Operation, cid: int, operands: list[int]) -> Walk:
@@ -638,6 +666,8 @@ class _Importer:
                 if callee is None:
                     raise PassError(f"call to unknown function @{ins.attrs['callee']}", ins.loc)
                 ins.callees = [callee]
+                self.g.columns.callee_owner.append(ins.id)
+                self.g.columns.callee_item.append(callee)
                 self.g.comps[callee].callers.append(ins.id)
 
     def _read_entry_signature(self) -> None:

@@ -1,55 +1,88 @@
-"""The graph handed to the compiled core: one walk into its flat arrays.
+"""The graph handed to the compiled core: the importer's columns, handed over.
 
 The core (``cpp/``, module ``stablehlo_layout._core``) keeps the program as
-struct-of-arrays keyed by our integer ids; this is the one place that fills
-them from a ``Graph``.  Rows (a value's tuple elements, an instruction's
-operands, ...) travel as a ``start`` list and an ``items`` list: row ``i`` is
+struct-of-arrays keyed by our integer ids.  The importer fills those arrays
+(``graph.Columns``) while it makes each value and instruction; this is the
+one place that hands them to the core, with what only the target's rules
+decide (whiles, rule bits, derivations).  Small rows (a computation's
+parameters) travel as a ``start`` array and an ``items`` array: row ``i`` is
 ``items[start[i]:start[i + 1]]``.
 """
 
 from __future__ import annotations
 
-from itertools import accumulate, chain, repeat
+from array import array
+from dataclasses import dataclass
+from itertools import accumulate, chain
 from operator import attrgetter
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from . import _core
-from .graph import Graph
+from .graph import INSTR_KIND, Graph
 from .rules import OpRule, _reshape_back, _reshape_fwd, _transpose_back, _transpose_fwd, broadcast_operand
 
 if TYPE_CHECKING:
     from .targets.base import Target
 
 
-def _rows(rows: list[Sequence[int]]) -> tuple[list[int], list[int]]:
-    # map / chain / accumulate keep the per-row work in C: this runs over every op.
-    return [0, *accumulate(map(len, rows))], list(chain.from_iterable(rows))
+def _rows(rows: list[Sequence[int]]) -> tuple[array, array]:
+    # map / chain / accumulate keep the per-row work in C.
+    return array("i", [0, *accumulate(map(len, rows))]), array("i", chain.from_iterable(rows))
+
+
+def _ids(items: Iterable[int]) -> array:
+    return array("i", items)
 
 
 def _field(name: str, items: Sequence[object]) -> list:
     return list(map(attrgetter(name), items))
 
 
-def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
+@dataclass(slots=True)
+class RuleTable:
+    """Each instruction's op rule, as the few distinct rules and each
+    instruction's number among them: what the core reads of a rule is worked
+    out once per distinct rule, and the core looks it up per instruction."""
+
+    distinct: list[OpRule]
+    of: Sequence[int]  # per instruction
+
+    @classmethod
+    def of_rules(cls, rules: Sequence[OpRule]) -> "RuleTable":
+        """For rules a target refined per instruction (most are still shared objects)."""
+        number: dict[int, int] = {}
+        distinct: list[OpRule] = []
+        for r in rules:
+            if id(r) not in number:
+                number[id(r)] = len(distinct)
+                distinct.append(r)
+        return cls(distinct, list(map(number.__getitem__, map(id, rules))))
+
+    def per_instruction(self, fact: Callable[[OpRule], object]) -> list:
+        by_rule = [fact(r) for r in self.distinct]
+        return list(map(by_rule.__getitem__, self.of))
+
+
+def build_index(g: Graph, rules: RuleTable) -> _core.Index:
     """The core's view of ``g``; ``rules`` (per instruction, the target's) say which ops are whiles."""
     assert g.entry is not None
-    values, instrs, comps = g.values, g.instrs, g.comps
-    given = _field("elements", values)  # None for an array value, its leaves for a tuple
-    elements = [() if e is None else e for e in given]
+    c, comps = g.columns, g.comps
+    reorder_start, reorder_users, reorder_operands = array("i", [0]), array("i"), array("i")
+    for v in c.reordered:
+        uses = g.values[v].uses
+        reorder_users.extend(u for u, _ in uses)
+        reorder_operands.extend(n for _, n in uses)
+        reorder_start.append(len(reorder_users))
+    kind_of_op = [INSTR_KIND.get(name, 0) for name in c.op_names]
     return _core.Index(
-        _field("producer", values),
-        [e is not None for e in given],
-        list(map(bool, _field("uses", values))),  # captures count: the importer records them as uses
-        *_rows(elements),
-        _field("comp", instrs),
-        [op == "root" for op in _field("op", instrs)],
-        [hlo == "while" for hlo in _field("hlo", rules)],
-        *_rows(_field("operands", instrs)),
-        *_rows(_field("results", instrs)),
-        *_rows(_field("callees", instrs)),
-        _field("root", comps),
-        [kind == "func" for kind in _field("kind", comps)],
-        *_rows(_field("instrs", comps)),
+        *map(_ids, (c.producer, c.element_owner, c.element_item, c.comp)),
+        array("B", map(kind_of_op.__getitem__, c.op)),
+        array("B", [r.hlo == "while" for r in rules.distinct]), _ids(rules.of),
+        *map(_ids, (c.op_start, c.op_items, c.callee_owner, c.callee_item, c.capture_owner, c.capture_item)),
+        _ids(_field("root", comps)),
+        array("B", [kind == "func" for kind in _field("kind", comps)]),
+        *_rows(_field("params", comps)),
+        _ids(c.reordered), reorder_start, reorder_users, reorder_operands,
         g.entry,
     )
 
@@ -58,7 +91,6 @@ def build_index(g: Graph, rules: Sequence[OpRule]) -> _core.Index:
 # the op rule's answers as bits, and the kinds of instructions and computations.
 _HLO = {"while": 1, "reduce": 2, "all_reduce": 3, "concatenate": 4, "dynamic_update_slice": 5,
         "reshape": 6, "dynamic_slice": 7, "bitcast_convert": 8}
-_KIND = {"root": 1, "parameter": 2}
 _COMP_KIND = {"func": 0, "body": 1, "cond": 2, "branch": 3, "apply": 4}
 _BACK_NONE, _BACK_TRANSPOSE, _BACK_BROADCAST, _BACK_ASK_RULE, _BACK_ASK_TARGET, _BACK_RESHAPE = range(6)
 _FWD_NONE, _FWD_TRANSPOSE, _FWD_ASK_TARGET, _FWD_RESHAPE = range(4)
@@ -102,67 +134,54 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
     return back, fwd
 
 
-def build_engine(g: Graph, index: _core.Index, rules: Sequence[OpRule], target: "Target", active: Sequence[bool],
+def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target", active: Sequence[bool],
                  exact: bool, tracing: bool, derive_operand: Callable, derive_output: Callable,
                  rule_operand: Callable) -> _core.Engine:
     """The core's engine over ``index``, with what its propagators read of ``g`` and the rules.
 
     The three callables are the target's derivations the core cannot make
     itself (see ``_derivations``)."""
-    values, instrs, comps = g.values, g.instrs, g.comps
-    dims = [d if None not in d else tuple(-1 if x is None else x for x in d) for d in _field("dims", values)]
-    uses = _field("uses", values)
-    flat_uses = list(chain.from_iterable(chain.from_iterable(uses)))
-    # A target may refine rules per instruction, but most share a few objects:
-    # the codes are made once per distinct rule, then looked up in C (map).
-    ids = list(map(id, rules))
-    hlo_of, bits_of, back_of, fwd_of, attr_of = {}, {}, {}, {}, {}
-    for i, rule in dict(zip(ids, rules)).items():
-        hlo_of[i], bits_of[i] = _HLO.get(rule.hlo, 0), _bits(rule)
-        back_of[i], fwd_of[i] = _derivations(rule, target)
+    c, instrs, comps = g.columns, g.instrs, g.comps
+    hlo, bits, back, fwd, attr_of = array("B"), array("H"), array("B"), array("B"), []
+    for rule in rules.distinct:
+        h, b = _HLO.get(rule.hlo, 0), _bits(rule)
+        bk, fw = _derivations(rule, target)
+        hlo.append(h)
+        bits.append(b)
+        back.append(bk)
+        fwd.append(fw)
         # The attribute the core reads for it: a permutation, broadcast dims, a concatenate's dim.
-        if back_of[i] == _BACK_TRANSPOSE or fwd_of[i] == _FWD_TRANSPOSE:
-            attr_of[i] = "perm"
-        elif back_of[i] == _BACK_BROADCAST:
-            attr_of[i] = "dims"
-        elif hlo_of[i] == _HLO["concatenate"]:
-            attr_of[i] = "dim"
-    hlo, bits, back, fwd = (list(map(m.__getitem__, ids)) for m in (hlo_of, bits_of, back_of, fwd_of))
-    attrs = _field("attrs", instrs)
-    n = len(instrs)
-    perm: list[Sequence[int]] = [()] * n
-    dim = [0] * n
-    if attr_of:
-        for k, name in enumerate(map(attr_of.get, ids)):
-            if name == "dim":
-                dim[k] = attrs[k]["dim"]
-            elif name is not None:
-                perm[k] = attrs[k][name]
-    constrained = [False] * n
-    aliases: list[Sequence[int]] = [()] * n
-    for k, a in enumerate(attrs):
-        if a and ("aliases" in a or "layout_constrained" in a):
-            constrained[k] = bool(a.get("layout_constrained"))
-            aliases[k] = list(chain.from_iterable(a.get("aliases", ())))
+        attr_of.append("perm" if bk == _BACK_TRANSPOSE or fw == _FWD_TRANSPOSE else "dims" if bk == _BACK_BROADCAST
+                       else "dim" if h == _HLO["concatenate"] else None)
+    # The sparse facts, read from the few instructions with such attributes (the importer lists them).
+    dim_owner, dim_item, perm_owner, perm_item = array("i"), array("i"), array("i"), array("i")
+    constrained, alias_owner, alias_item = array("i"), array("i"), array("i")
+    rule_of = rules.of
+    for k in c.attributed:
+        a = instrs[k].attrs
+        name = attr_of[rule_of[k]]
+        if name == "dim":
+            dim_owner.append(k)
+            dim_item.append(a["dim"])
+        elif name is not None:
+            row = a[name]
+            perm_owner.extend([k] * len(row))
+            perm_item.extend(row)
+        if a.get("layout_constrained"):
+            constrained.append(k)
+        aliases = a.get("aliases")
+        if aliases:
+            flat = list(chain.from_iterable(aliases))
+            alias_owner.extend([k] * len(flat))
+            alias_item.extend(flat)
     return _core.Engine(
         index,
-        _field("is_array", values),
-        _field("rank", values),
-        _field("buffer", values),
-        *_rows(dims),
-        [0, *accumulate(map(len, uses))],
-        flat_uses[0::2],
-        flat_uses[1::2],
-        list(map(_KIND.get, _field("op", instrs), repeat(0))),
+        _ids(c.shape), array("B", c.shape_is_array), _ids(c.shape_start), array("q", c.shape_items),
+        _ids(c.buffer_value), _ids(c.buffer_item),
         hlo, bits, back, fwd,
-        list(active),
-        constrained,
-        dim,
-        *_rows(_field("captures", instrs)),
-        *_rows(aliases),
-        *_rows(perm),
-        [_COMP_KIND[k] for k in _field("kind", comps)],
-        [-1 if c is None else c for c in _field("caller", comps)],
-        *_rows(_field("params", comps)),
+        array("B", active),
+        constrained, dim_owner, dim_item, alias_owner, alias_item, perm_owner, perm_item,
+        array("B", [_COMP_KIND[k] for k in _field("kind", comps)]),
+        array("i", [-1 if x is None else x for x in _field("caller", comps)]),
         exact, tracing, derive_operand, derive_output, rule_operand,
     )

@@ -35,7 +35,7 @@ from .constraints import (
 from .demands import BUFFER, FREE_OPERANDS, OPERAND, RESULTS, Demand, DemandPlan
 from .errors import PassError
 from .graph import Graph, Instruction, Value, shape_text
-from .index import build_engine, build_index
+from .index import RuleTable, build_engine, build_index
 from .options import check_entry_mode
 from .records import BufferConstraints, OperandConstraints, Records
 from .rules import RULES, OpRule, rule_for
@@ -186,12 +186,15 @@ class Engine:
         # Per-instruction facts the driver and targets read, computed once.
         if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
             table = RULES.get
-            self.rules: list[OpRule] = [table(op) or rule_for(op) for op in map(attrgetter("op"), graph.instrs)]
+            by_code = [table(op) or rule_for(op) for op in graph.columns.op_names]
+            rule_table = RuleTable(by_code, graph.columns.op)
+            self.rules: list[OpRule] = list(map(by_code.__getitem__, graph.columns.op))
         else:
             self.rules = [target.rule(graph, ins) for ins in graph.instrs]
+            rule_table = RuleTable.of_rules(self.rules)
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
-        self.index = build_index(graph, self.rules)
+        self.index = build_index(graph, rule_table)
         # XLA's shape indices: per instruction, its results with tuples flattened
         # (the core flattens; most instructions have no tuple result and keep their list).
         self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
@@ -201,14 +204,14 @@ class Engine:
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
         exact_, trivial = self.exact, self.trivial
-        self.active = [exact_ or not trivial[ins.comp] for ins in graph.instrs]
-        self.forwarding = [r.forwards for r in self.rules]
+        self.active = [True] * len(graph.instrs) if exact_ else [not trivial[c] for c in graph.columns.comp]
+        self.forwarding = rule_table.per_instruction(attrgetter("forwards"))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
         self._own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
         # The core calls back through weak references: it must not keep this engine alive.
         back, fwd, own = (WeakMethod(m) for m in (self._derive_operand, self._derive_output, self._rule_operand))
-        self.core = build_engine(graph, self.index, self.rules, target, self.active, self.exact, trace,
+        self.core = build_engine(graph, self.index, rule_table, target, self.active, self.exact, trace,
                                  lambda *a: back()(*a), lambda *a: fwd()(*a),  # type: ignore[misc]
                                  lambda *a: own()(*a))  # type: ignore[misc]
         self.records = Records(self.core)
