@@ -482,9 +482,13 @@ def run() -> NoReturn:
     the process ends right after), and tearing the heap down object by object
     at exit took longer than printing the module (1.7 s at 170k
     instructions), so the process leaves with ``os._exit`` once its output is
-    flushed, as mypy's command does.
+    flushed, as mypy's command does.  It imports the MLIR bindings with
+    numpy deferred (``deferred_numpy``): the process is the command's own.
     """
     gc.disable()
+    from .deferred_numpy import import_bindings
+
+    import_bindings()  # before anything imports jaxlib.mlir.ir: numpy waits for its first use
     try:
         code = main()
     except SystemExit as e:  # argparse's --help and usage errors
