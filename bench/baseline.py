@@ -3,7 +3,8 @@
     python bench/baseline.py FILE > OUT
 
 Loads FILE with the MLIR bindings as ``stablehlo-layout assign`` does
-(``mlir.read_input``: the same parser, verifier and HLO importer), visits
+(``mlir.read_input``: the same parser, verifier and HLO importer, the
+bindings imported as the command imports them, numpy deferred), visits
 every operation of the module once through the bindings (reading its name
 and its results, the least a one-walk import can do), prints the module
 through the command's own printer (``mlir.final_text_bytes``) to stdout and
@@ -38,6 +39,9 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         sys.stderr.write("usage: python bench/baseline.py FILE\n")
         return 2
+    from stablehlo_layout.deferred_numpy import import_bindings
+
+    import_bindings()  # the command's start-up: the bindings without numpy
     from stablehlo_layout import mlir
     from stablehlo_layout.errors import InputError
 

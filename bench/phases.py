@@ -19,6 +19,9 @@ PASS_PHASES = ("import", "propagate", "rewrite")  # what is compared with XLA's 
 
 def start() -> None:
     """Import what the command imports before it reads its input (start-up, beside the interpreter's own)."""
+    from stablehlo_layout.deferred_numpy import import_bindings
+
+    import_bindings()  # as cli.run does first
     from stablehlo_layout import assignment, cli, importer, mlir, propagation, rewrite, targets  # noqa: F401
 
 

@@ -1,0 +1,100 @@
+"""What the console command imports before it works: nothing it does not use.
+
+It imports jaxlib's MLIR bindings with numpy deferred (``deferred_numpy``),
+reads jaxlib's version without ``importlib.metadata``, and imports the JAX
+front door (``stablehlo_layout.jax``) only for an input that is no file.
+Each check runs the command or the import in a fresh interpreter: what is
+tested is what a process imports, and pytest's own process has numpy long
+since.  numpy must stay out of a command that reads MLIR, and everything
+that needs numpy (jaxlib's attribute builders, jax itself) must still get
+the real one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = str(ROOT / "examples" / "pinned_transpose.mlir")
+TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules ``-X importtime`` reports as imported."""
+    return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_assign_on_mlir_text_imports_neither_numpy_nor_what_it_does_not_use() -> None:
+    out = subprocess.run([sys.executable, "-X", "importtime", *TOOL[1:], "assign", EXAMPLE],
+                         capture_output=True, text=True, env=ENV)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "mhlo.copy %arg0" in out.stdout  # it did its work: the example's one copy
+    modules = _imported(out.stderr)
+    assert "jaxlib.mlir.ir" in modules and "stablehlo_layout.rewrite" in modules
+    assert not {m for m in modules if m == "numpy" or m.startswith("numpy.")}
+    assert "importlib.metadata" not in modules  # ~9 ms: jaxlib's version is read from jaxlib
+    assert "stablehlo_layout.jax" not in modules  # ~5 ms: an existing file is no MODULE:FUNCTION
+
+
+def _python(script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          env=ENV, cwd=ROOT)
+
+
+def test_jaxlib_attribute_builders_load_numpy_when_they_run() -> None:
+    out = _python("""
+        import sys, types
+        from stablehlo_layout.deferred_numpy import import_bindings
+        import_bindings()
+        assert "numpy" not in sys.modules
+        from jaxlib.mlir import ir
+        ctx = ir.Context()
+        with ctx:
+            for kind, want in [("I64ElementsAttr", "dense<[1, 2, 3]> : tensor<3xi64>"),
+                               ("I32ElementsAttr", "dense<[1, 2, 3]> : tensor<3xi32>"),
+                               ("IndexElementsAttr", "dense<[1, 2, 3]> : tensor<3xindex>")]:
+                got = str(ir.AttrBuilder.get(kind)([1, 2, 3], ctx))
+                assert got == want, (kind, got)
+        numpy = sys.modules["numpy"]
+        assert type(numpy) is types.ModuleType and numpy.__file__.endswith("__init__.py"), numpy
+        import numpy as np
+        assert np is numpy and np.arange(3).sum() == 3
+        print("ok")
+    """)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_numpy_imported_later_is_the_real_one_for_jax() -> None:
+    pytest.importorskip("jax")
+    out = _python("""
+        import sys
+        from stablehlo_layout.deferred_numpy import import_bindings
+        import_bindings()
+        import stablehlo_layout.assignment
+        import jax, jax.numpy as jnp
+        import numpy as np
+        assert "_DeferredNumpy" not in type(sys.modules["numpy"]).__name__
+        got = jax.jit(lambda a: (a @ a.T).sum())(jnp.arange(6.0).reshape(2, 3))
+        assert float(got) == float((np.arange(6.0).reshape(2, 3) @ np.arange(6.0).reshape(2, 3).T).sum())
+        print("ok")
+    """)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_assign_on_a_jax_export_artifact_still_imports_jax(tmp_path: Path) -> None:
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    art = tmp_path / "f.bin"
+    spec = jax.ShapeDtypeStruct((16, 4), jnp.float32)
+    art.write_bytes(bytes(jax.export.export(jax.jit(lambda x: jnp.sin(x).T))(spec).serialize()))
+    out = subprocess.run([*TOOL, "assign", "--target", "xla-cpu", str(art)], capture_output=True, text=True, env=ENV)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "stablehlo.transpose" in out.stdout and 'xla_shape = "f32[4,16]{1,0}"' in out.stdout
