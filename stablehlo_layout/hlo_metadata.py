@@ -23,6 +23,7 @@ read with ``sources``' reader, the one that also gives reports their source line
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from jaxlib.mlir import ir
 
@@ -74,6 +75,29 @@ class _Line:
 
     def op_name(self) -> str | None:
         return metadata_field(self.text, "op_name", self.operands_at)
+
+
+def _ops(module: ir.Module) -> Iterator[ir.Operation]:
+    """Every op nested in ``module``, in pre-order, on an explicit stack: a module nests as deep as its loops."""
+    stack = [_children(module.operation)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        if len(op.regions):
+            stack.append(_children(op))
+
+
+def _children(op: ir.Operation) -> Iterator[ir.Operation]:
+    return (child.operation for region in op.regions for block in region for child in block)
+
+
+def _hlo_name(op: ir.Operation) -> str | None:
+    """The HLO instruction an op was converted from, by its name location."""
+    m = _NAME_LOC.match(str(op.location))
+    return m.group(1) if m is not None else None
 
 
 def pass_created_reshapes(text: str) -> set[str]:
@@ -187,20 +211,10 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
     names = pass_created_reshapes(text)
     if not names:
         return
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region:
-                for child in block:
-                    inner = child.operation
-                    if inner.name == "stablehlo.reshape":
-                        m = _NAME_LOC.match(str(inner.location))
-                        if m is not None and m.group(1) in names:
-                            inner.attributes[PASS_CREATED] = ir.UnitAttr.get()
-                    walk(inner)
-
     with module.context:
-        walk(module.operation)
+        for op in _ops(module):
+            if op.name == "stablehlo.reshape" and _hlo_name(op) in names:
+                op.attributes[PASS_CREATED] = ir.UnitAttr.get()
 
 
 # -- the order of an instruction's users after XLA's call inliner --------------------------
@@ -321,29 +335,18 @@ def mark_user_orders(module: ir.Module, text: str) -> None:
     named: dict[str, list[ir.Operation]] = {}
     readers: dict[str, list[str]] = {}
 
-    def name_of(op: ir.Operation) -> str | None:
-        m = _NAME_LOC.match(str(op.location))
-        return m.group(1) if m is not None else None
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region:
-                for child in block:
-                    inner = child.operation
-                    name = name_of(inner)
-                    if name is not None and name in orders:
-                        named.setdefault(name, []).append(inner)
-                    for operand in inner.operands:
-                        if not isinstance(operand.owner, ir.Block):
-                            of = name_of(operand.owner)
-                            if of is not None and of in orders and name is not None:
-                                seen = readers.setdefault(of, [])
-                                if name not in seen:
-                                    seen.append(name)
-                    walk(inner)
-
     with module.context:
-        walk(module.operation)
+        for op in _ops(module):
+            name = _hlo_name(op)
+            if name is not None and name in orders:
+                named.setdefault(name, []).append(op)
+            for operand in op.operands:
+                if not isinstance(operand.owner, ir.Block):
+                    of = _hlo_name(operand.owner)
+                    if of is not None and of in orders and name is not None:
+                        seen = readers.setdefault(of, [])
+                        if name not in seen:
+                            seen.append(name)
         marked = False
         for name, xla in orders.items():
             ops, ours = named.get(name, []), readers.get(name, [])
@@ -402,18 +405,9 @@ def mark_loop_ranks(module: ir.Module, text: str) -> None:
     ranks = loop_ranks(text)
     if not ranks:
         return
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region:
-                for child in block:
-                    inner = child.operation
-                    if inner.name == "stablehlo.while":
-                        m = _NAME_LOC.match(str(inner.location))
-                        if m is not None and m.group(1) in ranks:
-                            inner.attributes[LOOP_RANK] = ir.IntegerAttr.get(
-                                ir.IntegerType.get_signless(64), ranks[m.group(1)])
-                    walk(inner)
-
     with module.context:
-        walk(module.operation)
+        for op in _ops(module):
+            if op.name == "stablehlo.while":
+                rank = ranks.get(_hlo_name(op))  # type: ignore[arg-type]
+                if rank is not None:
+                    op.attributes[LOOP_RANK] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), rank)

@@ -371,3 +371,36 @@ def test_a_malformed_loop_rank_is_one_line_naming_the_op(tmp_path, capsys):
     assert len(lines) == 1 and "stablehlo_layout.xla_loop_rank must be an integer" in lines[0], err
     assert "bad_rank.mlir:2:" in lines[0], err
     assert "Traceback" not in err
+
+
+def test_the_marks_walk_modules_nested_deeper_than_pythons_recursion_limit() -> None:
+    """The marks' walk keeps its own stack: 3,000 nested whiles (MLIR's parser needs a deep C stack for them)."""
+    import sys
+    import threading
+
+    from stablehlo_layout import hlo_metadata
+    from tests.support import deep
+
+    depth = 3000
+    assert depth > sys.getrecursionlimit()
+    seen: list[object] = []
+
+    def work() -> None:
+        try:
+            module = mlir.load(deep.nested_whiles(depth).encode(), "deep.mlir", mlir.make_context())
+            seen.extend(op.name for op in hlo_metadata._ops(module))
+        except BaseException as e:  # reported by the test's own thread below
+            seen.append(e)
+
+    previous = threading.stack_size(1 << 30)
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    worker.join()
+    assert not any(isinstance(x, BaseException) for x in seen), seen[-1]
+    # Pre-order: the function, its constant, then each while before what it nests.
+    assert seen[:3] == ["func.func", "stablehlo.constant", "stablehlo.while"]
+    assert seen.count("stablehlo.while") == depth
+    assert seen[-2:] == ["stablehlo.transpose", "func.return"]
