@@ -181,6 +181,19 @@ class Engine:
         # the (loop, slot) pairs that saw no layout on theirs when visited.
         self.tied_initial_values: set[int] = set()
         self.untied_at_visit: set[tuple[int, int]] = set()
+        # XLA 0.12+'s XLA:GPU (target.branch_interface_from_caller): per
+        # conditional, the results and captures its caller decides.
+        self.branch_caller_decides: dict[int, tuple[list[int], list[int]]] = {}
+        # Per branch, (parameter, other branch, its parameter): a captured value
+        # the caller left free is read as the branch laid out first laid it out.
+        self.branch_param_follows: dict[int, list[tuple[int, int, int]]] = {}
+        # Conditionals whose results the caller left to their branches: where
+        # the branches then disagree, one more round lets them agree.
+        self.branch_results_left: set[int] = set()
+        # Per branch, (result, the branch with the most instructions): a result
+        # left to the branches is the one that branch lays out, where it comes first.
+        self.branch_result_follows: dict[int, list[tuple[int, int]]] = {}
+        self.another_round = False
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
@@ -478,6 +491,8 @@ class Engine:
             self._loop_state_from_earlier_loops(c, cl)
         if self.cond_follows_body:
             self._cond_follows_body(c, cl)
+        if self.branch_param_follows or self.branch_result_follows:
+            self._branch_param_follows(c, cl)
         param_layouts = dict(zip(comp.params, cl.params))
         for iid in specials:
             ins = g.instrs[iid]
@@ -542,7 +557,8 @@ class Engine:
             self._loop_state_from_initial_values(specials)
         # 5. Defaults, one buffer at a time, each propagated before the next.
         has = self.core.has_buffer
-        if self.target.loop_state_from_caller and (comp.kind in ("body", "cond") or self.caller_decides):
+        if (self.target.loop_state_from_caller and (comp.kind in ("body", "cond") or self.caller_decides)) or (
+                self.target.branch_interface_from_caller and (comp.kind == "branch" or self.branch_caller_decides)):
             self.unconstrained_at_defaults[c] = {b for b in defaults if not has(b)}
         if self._own_defaults:
             for b in defaults:
@@ -559,6 +575,8 @@ class Engine:
         self._record_computation_layout(c)
         if self.caller_decides:
             self._push_loop_state_into_callees(specials)
+        if self.branch_caller_decides:
+            self._push_branch_interface_into_callees(specials)
         if not g.spmd:
             for iid in specials:
                 channel = g.instrs[iid].attrs.get("channel")
@@ -683,14 +701,19 @@ class Engine:
                 return
             sizes = [len(g.comps[b].instrs) for b in branches]
             best = sizes.index(max(sizes))
-            best_results = layouts[best].results  # type: ignore[union-attr]
+            free_results, free_captures = (self._free_branch_interface(ins) if self.target.branch_interface_from_caller
+                                           else ([], []))
+            best_results = [None if n in free_results else lay
+                            for n, lay in enumerate(layouts[best].results)]  # type: ignore[union-attr]
             for b, bl2 in zip(branches, layouts):
                 assert bl2 is not None
-                if bl2.results != best_results:
+                if [None if n in free_results else lay for n, lay in enumerate(bl2.results)] != best_results:
+                    if b not in self.conditional_mismatch and ins.id in self.branch_results_left:
+                        self.another_round = True
                     self.conditional_mismatch[b] = list(best_results)
             origin = Origin("branch-interface", ins.id, None, f"branch {best} has the most instructions")
             self.set_instruction_layout(best_results, ins.id, True, prio, origin)
-            self._constrain_captures(ins, origin)
+            self._constrain_captures(ins, origin, skip=free_captures)
         else:
             # Reducer-style regions work on scalars; their captures keep the
             # layout the region recorded.
@@ -846,12 +869,107 @@ class Engine:
         for n in slots:
             cl.params[n] = bl.params[n]
 
-    def _constrain_captures(self, ins: Instruction, origin: Origin) -> None:
+    def _free_branch_interface(self, ins: Instruction) -> tuple[list[int], list[int]]:
+        """XLA 0.12+'s XLA:GPU, first round: the conditional's results and captures its branches left free.
+
+        A result is free when every branch's root operand for it was still
+        unconstrained when the branches took their defaults; a capture is free
+        when its branch parameter was.  The caller then lays them out
+        (targets/xla_version.py, ``branch_interface_from_caller``).
+        """
+        if self.round != 0:
+            return [], []
+        g = self.g
+        free_sets = [self.unconstrained_at_defaults.get(b) for b in ins.callees]
+        if any(s is None for s in free_sets):
+            return [], []
+        roots = [g.instrs[g.comps[b].root].operands for b in ins.callees]
+        free_results = []
+        for n, vid in enumerate(self.leaves[ins.id]):
+            v = g.values[vid]
+            if not v.is_array or v.rank <= 1:
+                continue
+            if all(n < len(r) and g.values[r[n]].buffer in s for r, s in zip(roots, free_sets)):  # type: ignore[operator]
+                free_results.append(n)
+        free_captures = []
+        for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
+            pv = g.values[g.instrs[g.comps[comp].params[number]].results[0]]
+            if pv.is_array and pv.rank > 1 and pv.buffer in self.unconstrained_at_defaults.get(comp, ()):
+                free_captures.append(k)
+        if free_results or free_captures:
+            self.branch_caller_decides[ins.id] = (free_results, free_captures)
+        return free_results, free_captures
+
+    def _push_branch_interface_into_callees(self, specials: list[int]) -> None:
+        """The layouts the caller chose for a conditional's free results and captures become its branches' interface.
+
+        As for loop state: the caller chooses only what it constrained before
+        its defaults (a demand on the conditional's result, the captured
+        value's own layout); what it left free too, each branch lays out
+        again in the next round.
+        """
+        g = self.g
+        unconstrained = self.unconstrained_at_defaults.get(self.comp, set())
+        for iid in specials:
+            entry = self.branch_caller_decides.pop(iid, None)
+            if entry is None:
+                continue
+            free_results, free_captures = entry
+            ins = g.instrs[iid]
+            captures = ins.attrs.get("capture_params", ())
+            chosen = False
+            sizes = [len(g.comps[b].instrs) for b in ins.callees]
+            best = ins.callees[sizes.index(max(sizes))]
+            first: dict[int, tuple[int, int]] = {}  # captured buffer -> the branch parameter that lays it out
+            for k in free_captures:
+                comp, number = captures[k]
+                buf = g.values[ins.captures[k]].buffer  # type: ignore[index]
+                lay = None if buf in unconstrained else self._layout_of(buf)
+                self.comp_layouts[comp].params[number] = lay
+                chosen = chosen or lay is not None
+                if lay is None:
+                    if buf in first:
+                        self.branch_param_follows.setdefault(comp, []).append((number, *first[buf]))
+                    else:
+                        first[buf] = (comp, number)
+            for n in free_results:
+                # A result demand decides only where no captured value did:
+                # otherwise the branches carry the captured layouts through.
+                buf = g.values[self.leaves[iid][n]].buffer
+                lay = None if chosen or buf in unconstrained else self._layout_of(buf)
+                for b in ins.callees:
+                    self.comp_layouts[b].results[n] = lay
+                if lay is None:
+                    self.branch_results_left.add(iid)
+                    for b in ins.callees:
+                        if b != best:
+                            self.branch_result_follows.setdefault(b, []).append((n, best))
+            for b in ins.callees:
+                cl = self.comp_layouts[b]
+                cl.priority = self.current_priority + NUMBER_OF_ROUNDS
+                cl.params_set = cl.result_set = True
+
+    def _branch_param_follows(self, c: int, cl: ComputationLayout) -> None:
+        """What the caller left to the branches: this branch reads it as an earlier branch laid it out this round.
+
+        A captured value: as the first branch that reads it laid it out; a
+        result: as the branch with the most instructions laid it out, XLA's
+        rule for agreeing branch results, where that branch comes first.
+        """
+        order = self.comp_order.index
+        for number, other, other_number in self.branch_param_follows.pop(c, ()):
+            if order(other) < order(c):
+                cl.params[number] = self.comp_layouts[other].params[other_number]
+        for n, best in self.branch_result_follows.pop(c, ()):
+            if order(best) < order(c):
+                cl.results[n] = self.comp_layouts[best].results[n]
+
+    def _constrain_captures(self, ins: Instruction, origin: Origin, skip: list[int] | None = None) -> None:
         """An outer value read inside a region must arrive in the region parameter's layout."""
         base = len(ins.operands)
         for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
             cl = self.comp_layouts.get(comp)
-            if cl is None or cl.params[number] is None:
+            if cl is None or cl.params[number] is None or (skip and k in skip):
                 continue
             self.set_operand_layout(cl.params[number], ins.id, base + k, True, True,
                                     self.current_priority, origin)
@@ -895,7 +1013,8 @@ class Engine:
             for c in self.comp_order:
                 self.run_on_computation(c)
             self.current_priority += 1
-            changed = self._reconcile_aliases()
+            changed = self._reconcile_aliases() or self.another_round
+            self.another_round = False
             i += 1
             computed += 1
             if i > 16:

@@ -41,6 +41,9 @@ class Target:
     # XLA 0.12+'s XLA:GPU (targets/xla_version.py): a loop-carried value the
     # body left to the default layout takes its layout from the caller.
     loop_state_from_caller = False
+    # XLA 0.12+'s XLA:GPU: a conditional's result or captured value its
+    # branches left to the default layout takes its layout from the caller.
+    branch_interface_from_caller = False
 
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's

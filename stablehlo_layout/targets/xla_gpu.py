@@ -231,6 +231,10 @@ class XlaGpuTarget(Target):
         # Read when a pass runs, not at import: importing the targets reads no package metadata.
         return xla_version.loop_state_from_caller()
 
+    @property
+    def branch_interface_from_caller(self) -> bool:
+        return xla_version.branch_interface_from_caller()
+
     def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
                  force_conv_layout: str | None = None,
                  pack_dot_operands_along_k: bool = False) -> None:

@@ -26,6 +26,9 @@ LOOP_DEMANDS_FIRST_SINCE = (0, 12)
 LOOP_STATE_FROM_CALLER_SINCE = (0, 12)
 
 _WHILE = frozenset({"while"})
+# XLA 0.12's XLA:GPU lets the caller lay out a conditional's interface the branches left unconstrained.
+BRANCH_INTERFACE_FROM_CALLER_SINCE = (0, 12)
+
 _LOOP_NOTE = ("XLA 0.12+ hands a loop's layout to the producers of its initial values before the backend's"
               " demands: a reshape there takes the loop's layout and stops being a bitcast")
 
@@ -59,6 +62,19 @@ def loop_state_from_caller(xla: tuple[int, ...] | None = None) -> bool:
     the value (an FFT inside it) keeps deciding, as before.
     """
     return (installed_xla() if xla is None else xla) >= LOOP_STATE_FROM_CALLER_SINCE
+
+
+def branch_interface_from_caller(xla: tuple[int, ...] | None = None) -> bool:
+    """Whether ``xla``'s XLA:GPU lets the caller lay out a conditional's results and captures its branches left free.
+
+    Observed on jaxlib 0.12.0.1's XLA:GPU and not on 0.10.2
+    (tests/unit/test_xla_gpu_branch_versions.py, docs/VERSIONS.md item 5):
+    a branch parameter, or a result that every branch's root left, still
+    without a layout when the branches take their defaults is laid out by
+    the caller in the first round (the captured value's layout, a demand on
+    the conditional's result), and the branches are laid out again around it.
+    """
+    return (installed_xla() if xla is None else xla) >= BRANCH_INTERFACE_FROM_CALLER_SINCE
 
 
 def propagate_loop_demands(view: "TargetView", comp: int) -> Iterator[Demand]:

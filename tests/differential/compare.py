@@ -223,6 +223,15 @@ class OurSide:
             return self.root_label(ins.comp)
         return ins.loc
 
+    def through_branches(self, vid: int) -> int:
+        """A branch parameter stands for the caller's value it captures (outermost first)."""
+        g = self.g
+        while True:
+            ins = g.instrs[g.values[vid].producer]
+            if ins.op != "parameter" or g.comps[ins.comp].kind != "branch" or "capture" not in ins.attrs:
+                return vid
+            vid = ins.attrs["capture"]
+
     def in_branch(self, e: Any) -> list[tuple[Key, str]] | None:
         """A copy made inside a branch as XLA's edges: of the branch parameter, to each of its readers there.
 
@@ -506,7 +515,11 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         our_bytes += n * ELEMENT_BYTES.get(v.element, 4)
         key = ours.keys.get(cp.value, (f"<{g.instrs[v.producer].op}>", ()))
         our_src_layout[key_text(canonical(key, after))] = format_layout(tuple(cp.src))
-        our_copy_keys.add((key_text(canonical(key, after)), format_layout(tuple(cp.dst))))
+        # Keyed as XLA's are (XlaSide.through_branches): a copy of a branch
+        # parameter is a copy of the caller's value it holds, the same data.
+        held = ours.keys.get(ours.through_branches(cp.value), key)
+        our_src_layout.setdefault(key_text(canonical(held, after)), format_layout(tuple(cp.src)))
+        our_copy_keys.add((key_text(canonical(held, after)), format_layout(tuple(cp.dst))))
         for e in cp.edges:
             if cp.in_place and (e.consumer, e.operand) in relayout_uses:
                 continue
