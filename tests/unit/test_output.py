@@ -195,43 +195,21 @@ def test_ctrl_c_while_writing_leaves_the_old_file_and_no_temporary(tmp_path: Pat
     assert _temporaries(tmp_path) == []
 
 
-def test_sigint_during_a_run_leaves_no_temporary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signal_name, code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_during_a_run_leaves_no_temporary(tmp_path: Path, signal_name: str, code: int) -> None:
+    """Ctrl-C or SIGTERM at the first write of the output: the temporary exists then, and is removed.
 
+    The exit code is the shell's 128 + the signal's number.
+    """
     src = _big_module(tmp_path, 20000)
     dest = tmp_path / "out.mlir"
-    # Interrupt the command at its first write of the output: the temporary exists then.
     script = (
         "import os, signal, sys, time\n"
         "from stablehlo_layout import cli, output\n"
         "real = output._write_all\n"
         "def write(fd, data):\n"
         "    real(fd, data[:4096])\n"
-        "    os.kill(os.getpid(), signal.SIGINT)\n"
-        "    for _ in range(1000):  # the command runs on a worker thread: let Ctrl-C reach it\n"
-        "        time.sleep(0.01)\n"
-        "    real(fd, data[4096:])\n"
-        "output._write_all = write\n"
-        f"sys.exit(cli.main(['assign', {str(src)!r}, '-o', {str(dest)!r}]))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV)
-    assert out.returncode == 130, out.stderr
-    assert "Traceback" not in out.stderr
-    assert not dest.exists()
-    assert _temporaries(tmp_path) == []
-
-
-def test_sigterm_during_a_run_leaves_no_temporary_and_exits_143(tmp_path: Path) -> None:
-
-    src = _big_module(tmp_path, 20000)
-    dest = tmp_path / "out.mlir"
-    # Terminate the command at its first write of the output: the temporary exists then.
-    script = (
-        "import os, signal, sys, time\n"
-        "from stablehlo_layout import cli, output\n"
-        "real = output._write_all\n"
-        "def write(fd, data):\n"
-        "    real(fd, data[:4096])\n"
-        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        f"    os.kill(os.getpid(), signal.{signal_name})\n"
         "    for _ in range(1000):  # the command runs on a worker thread: let the signal reach it\n"
         "        time.sleep(0.01)\n"
         "    real(fd, data[4096:])\n"
@@ -239,7 +217,7 @@ def test_sigterm_during_a_run_leaves_no_temporary_and_exits_143(tmp_path: Path) 
         f"sys.exit(cli.main(['assign', {str(src)!r}, '-o', {str(dest)!r}]))\n"
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=ENV)
-    assert out.returncode == 143, out.stderr
+    assert out.returncode == code, out.stderr
     assert "Traceback" not in out.stderr
     assert not dest.exists()
     assert _temporaries(tmp_path) == []
