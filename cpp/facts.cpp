@@ -26,6 +26,13 @@ Facts build_facts(const Program& p, FactsInput given) {
            static_cast<int32_t>(in.buffer.size()) == nv && in.dims.size() == nv && in.users.size() == nv &&
            in.use_operand.size() == nv,
        "a value array");
+  for (int32_t v = 0; v < nv; ++v) {
+    const int32_t row = in.dims.shape[v];
+    need(row >= 0 && row + 1 < static_cast<int32_t>(in.dims.start.size()) &&
+             in.dims.start[row] <= in.dims.start[row + 1] &&
+             in.dims.start[row + 1] <= static_cast<int32_t>(in.dims.items.size()),
+         "a value's shape row");
+  }
   need(static_cast<int32_t>(in.kind.size()) == ni && static_cast<int32_t>(in.hlo.size()) == ni &&
            static_cast<int32_t>(in.back.size()) == ni && static_cast<int32_t>(in.fwd.size()) == ni &&
            static_cast<int32_t>(in.active.size()) == ni && static_cast<int32_t>(in.rule.size()) == ni &&
@@ -36,6 +43,14 @@ Facts build_facts(const Program& p, FactsInput given) {
            in.params.size() == nc,
        "a computation array");
   f.leaves = shape_indices(p);
+  // Exact sizes up front: the facts are the core's largest arrays, and a
+  // vector grown by doubling holds up to twice its items (and both copies
+  // while it moves).
+  const size_t total_slots = p.operands.items.size() + in.captures.items.size();
+  f.op_values.items.reserve(total_slots);
+  f.op_values.start.reserve(static_cast<size_t>(ni) + 1);
+  f.slot_instr.reserve(total_slots);
+  for (Rows* r : {&f.own_buffers, &f.arrays, &f.to_operands}) r->start.reserve(static_cast<size_t>(ni) + 1);
   f.n_results.assign(ni, 0);
   f.n_operands.assign(ni, 0);
   f.tshape.assign(ni, 0);
@@ -48,10 +63,7 @@ Facts build_facts(const Program& p, FactsInput given) {
     for (const int32_t* v = p.operands.begin(i); v != p.operands.end(i); ++v) f.op_values.items.push_back(*v);
     for (const int32_t* v = in.captures.begin(i); v != in.captures.end(i); ++v) f.op_values.items.push_back(*v);
     const int32_t n_slots = static_cast<int32_t>(f.op_values.items.size()) - f.op_values.start.back();
-    for (int32_t n = 0; n < n_slots; ++n) {
-      f.slot_instr.push_back(i);
-      f.slot_operand.push_back(n);
-    }
+    f.slot_instr.insert(f.slot_instr.end(), n_slots, i);
     f.op_values.start.push_back(static_cast<int32_t>(f.op_values.items.size()));
     if (!in.active[i]) {
       f.own_buffers.add({});
@@ -116,21 +128,34 @@ Facts build_facts(const Program& p, FactsInput given) {
       f.to_user[i] = kToGo;
     }
   }
-  // Per buffer, the uses of every value that aliases it, in value order.
-  std::vector<std::vector<int32_t>> consumers(nv);
+  // Per buffer, the uses of every value that aliases it, in value order:
+  // counted, then placed (a vector per buffer would cost a heap block each).
+  auto offered = [&](int32_t v) { return in.is_array[v] && in.active[p.producer[v]] && in.rank[v] != 0; };
+  auto offered_to = [&](int32_t k) {
+    const int32_t user = in.users.items[k], n = in.use_operand.items[k];
+    return !(in.kind[user] == kRootInstr || (f.has(user, kForwards) && n < f.n_results[user]));
+  };
+  f.consumers.start.assign(static_cast<size_t>(nv) + 1, 0);
   for (int32_t v = 0; v < nv; ++v) {
-    if (!in.is_array[v] || !in.active[p.producer[v]] || in.rank[v] == 0) continue;
-    std::vector<int32_t>& slots = consumers[in.buffer[v]];
-    for (int32_t k = in.users.start[v]; k < in.users.start[v + 1]; ++k) {
-      const int32_t user = in.users.items[k], n = in.use_operand.items[k];
-      if (in.kind[user] == kRootInstr || (f.has(user, kForwards) && n < f.n_results[user])) continue;
-      slots.push_back(user);
-      slots.push_back(n);
+    if (!offered(v)) continue;
+    for (int32_t k = in.users.start[v]; k < in.users.start[v + 1]; ++k) f.consumers.start[in.buffer[v] + 1] += 2 * offered_to(k);
+  }
+  for (int32_t b = 0; b < nv; ++b) f.consumers.start[b + 1] += f.consumers.start[b];
+  f.consumers.items.resize(f.consumers.start[nv]);
+  {
+    std::vector<int32_t> next(f.consumers.start.begin(), f.consumers.start.end() - 1);
+    for (int32_t v = 0; v < nv; ++v) {
+      if (!offered(v)) continue;
+      for (int32_t k = in.users.start[v]; k < in.users.start[v + 1]; ++k) {
+        if (!offered_to(k)) continue;
+        int32_t& at = next[in.buffer[v]];
+        f.consumers.items[at++] = in.users.items[k];
+        f.consumers.items[at++] = in.use_operand.items[k];
+      }
     }
   }
-  for (const auto& slots : consumers) f.consumers.add(slots);
   // Per buffer, the while-body parameters its value feeds back into.
-  std::vector<std::vector<int32_t>> back(nv);
+  std::vector<int32_t> owner, item;
   for (int32_t c = 0; c < nc; ++c) {
     if (in.comp_kind[c] != kBodyComp || in.caller[c] < 0 || p.root[c] < 0) continue;
     std::vector<std::tuple<int32_t, int32_t, int32_t, int32_t>> found;
@@ -144,11 +169,18 @@ Facts build_facts(const Program& p, FactsInput given) {
     }
     std::sort(found.begin(), found.end());
     for (const auto& [buf, v, k, param_value] : found) {
-      back[buf].push_back(param_value);
-      back[buf].push_back(in.caller[c]);
+      owner.push_back(buf);
+      item.push_back(param_value);
+      owner.push_back(buf);
+      item.push_back(in.caller[c]);
     }
   }
-  for (const auto& b : back) f.back_edges.add(b);
+  f.back_edges = rows_from_pairs(nv, owner, item, "back edges");
+  // What only the build reads goes now: the index holds these rows as well.
+  f.in.users = Rows();
+  f.in.use_operand = Rows();
+  f.in.captures = Rows();
+  f.in.params = Rows();
   return f;
 }
 

@@ -18,6 +18,13 @@ class Layouts {
   const int32_t* begin(int32_t id) const { return dims_.data() + start_[id]; }
   const int32_t* end(int32_t id) const { return dims_.data() + start_[id + 1]; }
   int32_t size() const { return static_cast<int32_t>(start_.size()) - 1; }
+  // The tables, and the map's keys at a rough per-node cost (a program has few layouts).
+  int64_t bytes() const {
+    int64_t keys = 0;
+    for (const auto& [dims, id] : ids_) keys += static_cast<int64_t>(dims.capacity() * sizeof(int32_t) + 64);
+    return static_cast<int64_t>((start_.capacity() + dims_.capacity() + defaults_.capacity()) * sizeof(int32_t)) +
+           keys;
+  }
 
  private:
   std::vector<int32_t> start_{0};

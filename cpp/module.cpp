@@ -15,6 +15,7 @@
 
 #include "demands.h"
 #include "facts.h"
+#include "footprint.h"
 #include "index.h"
 #include "order.h"
 #include "propagators.h"
@@ -125,6 +126,7 @@ struct Core {
   std::unique_ptr<PyDeriver> deriver;
   std::unique_ptr<slcore::Engine> e;
   std::vector<slcore::Plan> plans;
+  Ids value_layouts;  // per value, its layout id once value_layouts ran (-1: not an array)
 };
 
 slcore::Why why(int32_t rule, int32_t instr, int32_t parent, int32_t note, int32_t made) {
@@ -278,6 +280,8 @@ NB_MODULE(_core, m) {
             return out;
           },
           "(instruction, shape indices) for each instruction with a tuple result.")
+      .def("footprint", [](const Index& x) { return slcore::footprint(x); },
+           "(structure, bytes) for each array the index holds (capacity, not size).")
       .def("computation_order", [](const Index& x) { return slcore::computation_order(x.p); },
            "Callees before callers, the entry last.")
       .def("post_order", [](const Index& x, int32_t c) { return slcore::post_order(x.p, c); },
@@ -299,10 +303,10 @@ NB_MODULE(_core, m) {
             const slcore::Program& p = index.p;
             const int32_t nv = p.n_values(), ni = p.n_instrs();
             // Per value its shape, from the few distinct shapes the importer met.
-            const Ids shape = ids(shape_of, "shape_of");
+            Ids shape = ids(shape_of, "shape_of");
             const Flags shape_array = flags(shape_is_array, "shape_is_array");
-            const Ids extent_start = ids(shape_start, "shape_start");
-            const std::vector<int64_t> extents = column<int64_t>(shape_items, 'q', "shape_items");
+            Ids extent_start = ids(shape_start, "shape_start");
+            std::vector<int64_t> extents = column<int64_t>(shape_items, 'q', "shape_items");
             const int32_t n_shapes = static_cast<int32_t>(shape_array.size());
             if (static_cast<int32_t>(extent_start.size()) != n_shapes + 1 || extent_start[0] != 0 ||
                 extent_start.back() != static_cast<int32_t>(extents.size())) {
@@ -312,7 +316,6 @@ NB_MODULE(_core, m) {
             slcore::FactsInput in;
             in.is_array.resize(nv);
             in.rank.resize(nv);
-            in.dims.start.reserve(nv + 1);
             for (int32_t v = 0; v < nv; ++v) {
               const int32_t s = shape[v];
               if (s < 0 || s >= n_shapes || extent_start[s] > extent_start[s + 1]) {
@@ -320,10 +323,11 @@ NB_MODULE(_core, m) {
               }
               in.is_array[v] = shape_array[s];
               in.rank[v] = extent_start[s + 1] - extent_start[s];
-              in.dims.items.insert(in.dims.items.end(), extents.begin() + extent_start[s],
-                                   extents.begin() + extent_start[s + 1]);
-              in.dims.start.push_back(static_cast<int32_t>(in.dims.items.size()));
             }
+            // The extents stay the importer's table of distinct shapes, each value naming its row.
+            in.dims.shape = std::move(shape);
+            in.dims.start = std::move(extent_start);
+            in.dims.items = std::move(extents);
             // Each value its own buffer, but for the ones the importer pointed elsewhere (the last word counts).
             in.buffer.resize(nv);
             for (int32_t v = 0; v < nv; ++v) in.buffer[v] = v;
@@ -371,6 +375,8 @@ NB_MODULE(_core, m) {
                                                     tracing, c->deriver.get());
           },
           nb::keep_alive<1, 2>())
+      .def("footprint", [](const Core& c) { return slcore::footprint(*c.e, c.plans); },
+           "(structure, bytes) for each array the engine holds (capacity, not size).")
       // -- layouts and names
       .def("intern", [](Core& c, const Ids& dims) { return c.e->layouts.intern(dims); })
       .def("layouts_from",
@@ -486,37 +492,52 @@ NB_MODULE(_core, m) {
            [](const Core& c) {
              std::vector<std::pair<int32_t, int32_t>> out;
              for (int32_t s : c.e->store.operand_order()) {
-               out.emplace_back(c.e->facts.slot_instr[s], c.e->facts.slot_operand[s]);
+               out.emplace_back(c.e->facts.slot_instr[s], c.e->facts.slot_operand(s));
              }
              return out;
            })
       .def(
           "value_layouts",
-          [](const Core& c) {
-            // Per value, its buffer's layout (-1: not an array); a missing one is the first bad value.
+          [](Core& c, nb::list table) -> nb::object {
+            // Per value, its buffer's layout as the object ``table`` holds for its id, or None
+            // (not an array); a missing one is the first bad value.  The ids stay for copy_candidates.
             const slcore::FactsInput& in = c.e->facts.in;
-            Ids out(c.e->p.n_values(), -1);
-            for (int32_t v = 0; v < c.e->p.n_values(); ++v) {
+            const int32_t nv = c.e->p.n_values();
+            Ids& out = c.value_layouts;
+            out.assign(nv, -1);
+            for (int32_t v = 0; v < nv; ++v) {
               if (!in.is_array[v]) continue;
               const int32_t lay = c.e->buffer_layout(in.buffer[v]);
-              if (lay < 0) return std::make_pair(v, out);
+              if (lay < 0) return nb::make_tuple(v, nb::none());
+              if (lay >= static_cast<int32_t>(table.size())) throw std::out_of_range("value_layouts: a layout id past the table");
               out[v] = lay;
             }
-            return std::make_pair(int32_t{-1}, out);
+            // Sized once and filled in place: one list of shared layout objects, no int per value.
+            nb::list objects = nb::steal<nb::list>(PyList_New(nv));
+            for (int32_t v = 0; v < nv; ++v) {
+              PyObject* x = out[v] < 0 ? Py_None : PyList_GET_ITEM(table.ptr(), out[v]);
+              Py_INCREF(x);
+              PyList_SET_ITEM(objects.ptr(), v, x);
+            }
+            return nb::make_tuple(int32_t{-1}, objects);
           },
-          "(first array value without a layout or -1, per value its layout id or -1).")
+          "(first array value without a layout or -1, per value its layout from table or None).")
       .def(
           "copy_candidates",
-          [](const Core& c, const Ids& value_layout) {
+          [](const Core& c) {
             // Operand slots this round (in the order first set) whose own operand's
-            // layout differs from the demand: (instruction, operand, value, demand).
+            // layout (as value_layouts found it) differs from the demand: (instruction, operand, value, demand).
             const slcore::Engine& e = *c.e;
+            const Ids& value_layout = c.value_layouts;
+            if (static_cast<int32_t>(value_layout.size()) != e.p.n_values()) {
+              throw std::logic_error("copy_candidates: value_layouts comes first");
+            }
             std::vector<std::pair<std::pair<int32_t, int32_t>, std::pair<int32_t, int32_t>>> out;
             for (int32_t s : e.store.operand_order()) {
-              const int32_t instr = e.facts.slot_instr[s], n = e.facts.slot_operand[s];
+              const int32_t instr = e.facts.slot_instr[s], n = e.facts.slot_operand(s);
               if (n >= e.p.operands.count(instr)) continue;  // implicit captures are settled apart
               const int32_t v = e.facts.op_values.items[s];
-              const int32_t have = value_layout.at(v), want = e.store.operand(s).layout;
+              const int32_t have = value_layout[v], want = e.store.operand(s).layout;
               if (have >= 0 && have != want && e.facts.in.rank[v] > 0 && e.facts.in.is_array[v]) {
                 out.push_back({{instr, n}, {v, want}});
               }
@@ -553,7 +574,7 @@ NB_MODULE(_core, m) {
                   row.append(nb::make_tuple("buffer", nb::make_tuple(r.id)));
                 } else if (r.kind == slcore::kOperand) {
                   row.append(nb::make_tuple("operand", nb::make_tuple(e.facts.slot_instr[r.id],
-                                                                      e.facts.slot_operand[r.id])));
+                                                                      e.facts.slot_operand(r.id))));
                 } else {
                   row.append(nb::make_tuple("result", nb::make_tuple(e.results[r.id].comp)));
                 }

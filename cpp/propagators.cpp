@@ -120,7 +120,7 @@ void Engine::set_instruction(const std::vector<int32_t>& lays, int32_t instr, bo
   const int32_t lay = lays[0], rank = layouts.rank(lay);
   // The derived demands name the given origin as their parent once it is a fact.
   const Why same{kSameLayoutOperand, instr, prov.has_fact(why.made) ? why.made : -1,
-                 why.made >= 0 ? prov[why.made].note : why.note};
+                 why.made >= 0 ? prov.note(why.made) : why.note};
   for (int32_t k = 0; k < p.operands.count(instr); ++k) {
     const int32_t v = p.operands.begin(instr)[k];
     if (in.is_array[v] && in.rank[v] == rank && rank > 0) set_operand(lay, instr, k, mandatory, true, priority, same);
@@ -152,7 +152,7 @@ void Engine::propagate() {
     const Ref c = work.pop();
     if (c.kind == kOperand) {
       const int32_t s = c.id;
-      const int32_t instr = facts.slot_instr[s], n = facts.slot_operand[s];
+      const int32_t instr = facts.slot_instr[s], n = facts.slot_operand(s);
       const int32_t ov = facts.op_values.items[s];
       if (in.rank[ov] > 1 && in.is_array[ov]) {
         const Slot& cur = store.operand(s);
@@ -251,7 +251,7 @@ void Engine::buffer_to_operands(int32_t b) {
 
 void Engine::operand_to_user(int32_t s, int32_t ov) {
   const FactsInput& in = facts.in;
-  const int32_t instr = facts.slot_instr[s], n = facts.slot_operand[s];
+  const int32_t instr = facts.slot_instr[s], n = facts.slot_operand(s);
   const uint8_t step = facts.to_user[instr];
   const int32_t n_leaves = facts.leaves.count(instr);
   const int32_t* lv = facts.leaves.begin(instr);

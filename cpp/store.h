@@ -64,6 +64,13 @@ class Store {
   // Buffer b's earlier layouts this round, oldest first.
   std::vector<int32_t> history(int32_t b) const;
 
+  int64_t buffer_bytes() const { return static_cast<int64_t>(buffers_.capacity() * sizeof(BufferSlot)); }
+  int64_t operand_bytes() const { return static_cast<int64_t>(operands_.capacity() * sizeof(Slot)); }
+  int64_t order_bytes() const {
+    return static_cast<int64_t>((buffer_order_.capacity() + operand_order_.capacity()) * sizeof(int32_t) +
+                                history_.capacity() * sizeof(Change));
+  }
+
  private:
   uint32_t epoch_ = 1;
   std::vector<BufferSlot> buffers_;

@@ -48,6 +48,10 @@ class Worklist {
     return r;
   }
   const std::deque<Ref>& work() const { return work_; }
+  // The deque's items (its blocks hold a little more) and the batch's capacity.
+  int64_t bytes() const {
+    return static_cast<int64_t>(work_.size() * sizeof(Ref) + added_.capacity() * sizeof(Ref));
+  }
   const std::vector<Ref>& added() const { return added_; }
 
  private:

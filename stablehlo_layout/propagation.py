@@ -61,6 +61,20 @@ class TraceEvent:
     seeds: list[Origin] | None = None
 
 
+class _Unread:
+    """A copy's demand not read yet: its operand slot in the store.
+
+    Only explain and trace read a copy's demand (an ``OperandConstraint`` and
+    its chain of ``Origin`` objects); the rewrite never does, so the result
+    phase leaves it in the core until someone asks.
+    """
+
+    __slots__ = ("store", "key")
+
+    def __init__(self, store: OperandConstraints, key: tuple[int, int]) -> None:
+        self.store, self.key = store, key
+
+
 @dataclass
 class CopyEdge:
     """A consumer edge whose required layout differs from its producer's."""
@@ -70,13 +84,28 @@ class CopyEdge:
     dst: L.Layout
     consumer: int  # instruction id (a ``root`` pseudo-instruction for results)
     operand: int
-    demand: Constraint | None  # the constraint that asked for ``dst``
+    demand: Constraint | None  # the constraint that asked for ``dst`` (read from the store on first use)
     # A conditional's branch reads the value through a parameter that keeps
     # the outer layout; XLA then copies inside that branch (its computation id).
     inside: int | None = None
     # Not a relayout: XLA's copy of an operand the custom call overwrites in
     # place through this output (aliasing.py); src == dst.
     aliased_output: int | None = None
+
+
+def _demand(e: CopyEdge) -> Constraint | None:
+    got = e._demand  # type: ignore[attr-defined]
+    if got.__class__ is _Unread:
+        got = e._demand = got.store.get(got.key)  # type: ignore[attr-defined]
+    return got
+
+
+def _set_demand(e: CopyEdge, demand: Constraint | _Unread | None) -> None:
+    e._demand = demand  # type: ignore[attr-defined]
+
+
+# The dataclass's __init__, __eq__ and __repr__ go through the property.
+CopyEdge.demand = property(_demand, _set_demand)  # type: ignore[assignment]
 
 
 @dataclass
@@ -1115,15 +1144,14 @@ class Engine:
     # -- AssignLayouts -------------------------------------------------------
     def _assign(self, rounds: int, computed: int) -> Assignment:
         g = self.g
-        missing, lids = self.core.value_layouts()
+        known = self.records.layout
+        missing, layouts = self.core.value_layouts(self.records.table())
         if missing >= 0:
             raise PassError(f"internal: no layout was assigned to value {missing}",
                             g.instrs[g.values[missing].producer].loc)
-        known = self.records.layout
-        layouts: list[L.Layout | None] = [None if i < 0 else known(i) for i in lids]
         bc, oc = BufferConstraints(self.records, cache=True), OperandConstraints(self.records, cache=True)
-        copies = [CopyEdge(v, layouts[v], known(want), iid, n, oc.get((iid, n)))  # type: ignore[arg-type]
-                  for (iid, n), (v, want) in self.core.copy_candidates(lids)]
+        copies = [CopyEdge(v, layouts[v], known(want), iid, n, _Unread(oc, key))  # type: ignore[arg-type]
+                  for key, (v, want) in self.core.copy_candidates() for iid, n in (key,)]
         # Implicit captures must match the region parameter they stand for.
         shared = self._shared_branch_operands()
         # Inside a branch that copies its parameter, every use reads the copy:
@@ -1141,7 +1169,7 @@ class Engine:
                 if want is not None and have is not None and want != have and ov.rank > 0:
                     inside = comp if g.comps[comp].kind == "branch" and comp not in shared else None
                     copies.append(CopyEdge(ov.id, have, want, ins.id, base + k,
-                                           oc.get((ins.id, base + k)), inside))
+                                           _Unread(oc, (ins.id, base + k)), inside))
                     if inside is not None:
                         # XLA's CopyOperandIfLayoutsDiffer: the branch parameter
                         # takes the operand's layout, the copy sits in the branch.
@@ -1201,11 +1229,17 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
         key = (e.value, e.dst, g.instrs[e.consumer].scope, -1 if e.inside is None else e.inside, in_place)
         groups.setdefault(key, []).append(e)
 
+    depths: dict[int, int] = {}  # per computation: copies of one value share it
+
     def depth(vid: int) -> int:
-        d, c = 0, g.comps[g.instrs[g.values[vid].producer].comp]
-        while c.caller is not None:
-            d += 1
-            c = g.comps[g.instrs[c.caller].comp]
+        comp = g.instrs[g.values[vid].producer].comp
+        d = depths.get(comp)
+        if d is None:
+            d, c = 0, g.comps[comp]
+            while c.caller is not None:
+                d += 1
+                c = g.comps[g.instrs[c.caller].comp]
+            depths[comp] = d
         return d
 
     ordered = sorted(groups.items(), key=lambda kv: (kv[0][4] != (-1, -1), depth(kv[0][0]), kv[0][0], kv[0][2],

@@ -49,6 +49,11 @@ class Records:
             self._sync(i)
         return self.layouts[i]
 
+    def table(self) -> list[L.Layout]:
+        """Every layout the core interned so far, by id (the list itself, not a copy)."""
+        self._sync(len(self.layouts))
+        return self.layouts
+
     def _sync(self, i: int) -> None:
         for t in self.core.layouts_from(len(self.layouts)):
             lay = L.intern(t)

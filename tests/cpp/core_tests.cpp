@@ -284,6 +284,26 @@ void test_a_python_origin_is_filled_once_then_copied() {
   const int32_t m2 = fast.make(3, 1, -1, 0);
   CHECK(fast.attach({0, -1, -1, 0, m2}, slcore::kBuffer, 4, -1, 0, 1, true, true, 0, -1) == m2);
   CHECK(!fast.has_fact(m2));
+  CHECK(fast.fact_bytes() == 0);
+}
+
+void test_a_fast_run_keeps_facts_only_where_forced_or_marked() {
+  slcore::Provenance fast(false);
+  const int32_t link = fast.attach({5, 2, -1, 0, -1}, slcore::kOperand, 2, 1, 3, 4, true, false, 0, -1);
+  const int32_t forced = fast.attach({6, 3, link, 7, -1}, slcore::kResult, 0, -1, 9, 4, true, true, 1, -1, true);
+  const int32_t marked = fast.make(8, -1, -1, 0);
+  fast.mark_fact(marked, slcore::kBuffer);
+  CHECK(!fast.has_fact(link) && fast[link].rule == 5 && fast[link].instr == 2 && fast[link].kind == slcore::kNone);
+  CHECK(fast.has_fact(forced) && fast.has_fact(marked));
+  const slcore::Record r = fast[forced];
+  CHECK(r.rule == 6 && r.parent == link && r.note == 7 && r.kind == slcore::kResult && r.layout == 9 && r.round == 1);
+  // A fact-less record is a link of 16 bytes; an exact run keeps a fact beside every link.
+  slcore::Provenance exact(true);
+  for (int k = 0; k < 1000; ++k) {
+    exact.attach({5, k, -1, 0, -1}, slcore::kBuffer, k, -1, 0, 1, false, false, 0, -1);
+    fast.attach({5, k, -1, 0, -1}, slcore::kBuffer, k, -1, 0, 1, false, false, 0, -1);
+  }
+  CHECK(fast.link_bytes() <= 16 * 2048 && fast.fact_bytes() < exact.fact_bytes() / 10);
 }
 
 
@@ -318,11 +338,7 @@ struct PlanFixture {
       const bool scalar = v == b.result(s) || v == b.result(z);
       in.rank.push_back(scalar ? 0 : 2);
       in.buffer.push_back(v);
-      if (!scalar) {
-        in.dims.items.push_back(4);
-        in.dims.items.push_back(8);
-      }
-      in.dims.start.push_back(static_cast<int32_t>(in.dims.items.size()));
+      in.dims.add(scalar ? std::vector<int64_t>{} : std::vector<int64_t>{4, 8});
     }
     std::vector<Ids> uses(nv), use_n(nv);
     for (int32_t i = 0; i < ni; ++i) {
@@ -480,6 +496,7 @@ int main() {
   test_operand_first_writer_wins_unless_mandatory_and_strong_enough();
   test_a_new_round_forgets_every_slot();
   test_a_python_origin_is_filled_once_then_copied();
+  test_a_fast_run_keeps_facts_only_where_forced_or_marked();
   test_worklist_dfs_front_last_first_bfs_back_by_priority();
   test_a_plan_lays_its_steps_out_in_list_order();
   test_a_plan_names_only_its_own_computation();
