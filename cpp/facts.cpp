@@ -184,4 +184,11 @@ Facts build_facts(const Program& p, FactsInput given) {
   return f;
 }
 
+void Facts::release_for_readers() {
+  Facts kept;
+  kept.op_values.start = std::move(op_values.start);
+  kept.slot_instr = std::move(slot_instr);
+  *this = std::move(kept);  // every other array goes with the old value
+}
+
 }  // namespace slcore

@@ -97,6 +97,9 @@ struct Facts {
   Rows back_edges;   // per buffer: (body parameter value, while) pairs
 
   bool has(int32_t i, uint16_t bit) const { return (in.rule[i] & bit) != 0; }
+  // The run is over: keep what reading the store back needs (the slot table:
+  // op_values' row starts and slot_instr) and free the rest.
+  void release_for_readers();
   // Slot s's operand number (its place in its instruction's row).
   int32_t slot_operand(int32_t s) const { return s - op_values.start[slot_instr[s]]; }
 };

@@ -127,7 +127,14 @@ struct Core {
   std::unique_ptr<slcore::Engine> e;
   std::vector<slcore::Plan> plans;
   Ids value_layouts;  // per value, its layout id once value_layouts ran (-1: not an array)
+  // finish() ran: only the store, provenance, layouts and results are left, for reading back.
+  bool finished = false;
 };
+
+// What only a run reads is gone once it finished: say so rather than read freed arrays.
+void running(const Core& c) {
+  if (c.finished) throw std::logic_error("engine: the run is finished; only reading the store back is left");
+}
 
 slcore::Why why(int32_t rule, int32_t instr, int32_t parent, int32_t note, int32_t made) {
   return slcore::Why{rule, instr, parent, note, made};
@@ -392,18 +399,18 @@ NB_MODULE(_core, m) {
       .def_prop_rw(
           "round", [](const Core& c) { return c.e->round; }, [](Core& c, int32_t v) { c.e->round = v; })
       .def_prop_ro("weakened", [](const Core& c) { return c.e->weakened; })
-      .def("new_round", [](Core& c) { c.e->new_round(); })
-      .def("set_layout_constrained", [](Core& c, int32_t i) { c.e->facts.in.layout_constrained.at(i) = 1; })
+      .def("new_round", [](Core& c) { running(c); c.e->new_round(); })
+      .def("set_layout_constrained", [](Core& c, int32_t i) { running(c); c.e->facts.in.layout_constrained.at(i) = 1; })
       // -- XLA's Set*Layout and the worklist
       .def("set_buffer",
            [](Core& c, int32_t layout, int32_t b, bool mandatory, bool dfs, int32_t priority, int32_t rule,
-              int32_t instr, int32_t parent, int32_t note, int32_t made) {
+              int32_t instr, int32_t parent, int32_t note, int32_t made) { running(c);
              if (b < 0 || b >= c.e->p.n_values()) throw std::out_of_range("set_buffer: no such value");
              c.e->set_buffer(layout, b, mandatory, dfs, priority, why(rule, instr, parent, note, made));
            })
       .def("set_operand",
            [](Core& c, int32_t layout, int32_t instr, int32_t n, bool mandatory, bool dfs, int32_t priority,
-              int32_t rule, int32_t at, int32_t parent, int32_t note, int32_t made) {
+              int32_t rule, int32_t at, int32_t parent, int32_t note, int32_t made) { running(c);
              if (instr < 0 || instr >= c.e->p.n_instrs() || n < 0 || n >= c.e->facts.op_values.count(instr)) {
                throw std::out_of_range("set_operand: no such operand");
              }
@@ -411,13 +418,13 @@ NB_MODULE(_core, m) {
            })
       .def("set_instruction",
            [](Core& c, const Ids& layouts, int32_t instr, bool mandatory, int32_t priority, int32_t rule, int32_t at,
-              int32_t parent, int32_t note, int32_t made) {
+              int32_t parent, int32_t note, int32_t made) { running(c);
              if (instr < 0 || instr >= c.e->p.n_instrs()) throw std::out_of_range("set_instruction: no such op");
              c.e->set_instruction(layouts, instr, mandatory, priority, why(rule, at, parent, note, made));
            })
       .def("demand_operands",
            [](Core& c, int32_t instr, const std::vector<std::pair<int32_t, int32_t>>& slots, int32_t priority,
-              int32_t rule, int32_t at, int32_t parent, int32_t note, int32_t made) {
+              int32_t rule, int32_t at, int32_t parent, int32_t note, int32_t made) { running(c);
              if (instr < 0 || instr >= c.e->p.n_instrs()) throw std::out_of_range("demand_operands: no such op");
              const slcore::Why w = why(rule, at, parent, note, made);
              for (const auto& [n, layout] : slots) {
@@ -430,7 +437,7 @@ NB_MODULE(_core, m) {
       .def(
           "add_plan",
           [](Core& c, int32_t comp, Ids late, Ids instr, Flags code, Ids arg, Ids rule, Ids note, int32_t catch_all_rule,
-             int32_t catch_all_note, int32_t late_note) {
+             int32_t catch_all_note, int32_t late_note) { running(c);
             slcore::PlanInput in;
             in.comp = comp;
             in.late = std::move(late);
@@ -448,20 +455,20 @@ NB_MODULE(_core, m) {
           "A computation's plan (cpp/demands.h), checked and laid out in list order; its id.")
       .def(
           "apply_plan",
-          [](Core& c, int32_t plan, int32_t priority) {
+          [](Core& c, int32_t plan, int32_t priority) { running(c);
             if (plan < 0 || plan >= static_cast<int32_t>(c.plans.size())) throw std::out_of_range("apply_plan: no such plan");
             slcore::apply_plan(*c.e, c.plans[plan], priority);
           },
           "Applies plan ``plan``'s demands at ``priority``, in order.")
       .def("push_result",
            [](Core& c, int32_t comp, Ids layouts, int32_t priority, int32_t rule, int32_t at, int32_t parent,
-              int32_t note, int32_t made) {
+              int32_t note, int32_t made) { running(c);
              c.e->push_result(comp, std::move(layouts), priority, why(rule, at, parent, note, made));
            })
-      .def("propagate", [](Core& c) { c.e->propagate(); })
-      .def("lay_out_trivial", [](Core& c, int32_t comp) { c.e->lay_out_trivial(comp); })
+      .def("propagate", [](Core& c) { running(c); c.e->propagate(); })
+      .def("lay_out_trivial", [](Core& c, int32_t comp) { running(c); c.e->lay_out_trivial(comp); })
       .def("lay_out_defaults",
-           [](Core& c, const Ids& buffers) {
+           [](Core& c, const Ids& buffers) { running(c);
              for (int32_t b : buffers) {
                if (b < 0 || b >= c.e->p.n_values() || !c.e->facts.in.is_array[b]) {
                  throw std::out_of_range("lay_out_defaults: not an array buffer");
@@ -498,7 +505,7 @@ NB_MODULE(_core, m) {
            })
       .def(
           "value_layouts",
-          [](Core& c, nb::list table) -> nb::object {
+          [](Core& c, nb::list table) -> nb::object { running(c);
             // Per value, its buffer's layout as the object ``table`` holds for its id, or None
             // (not an array); a missing one is the first bad value.  The ids stay for copy_candidates.
             const slcore::FactsInput& in = c.e->facts.in;
@@ -523,8 +530,21 @@ NB_MODULE(_core, m) {
           },
           "(first array value without a layout or -1, per value its layout from table or None).")
       .def(
+          "finish",
+          [](Core& c) {
+            // The readers (records.py) need the store, provenance, layouts, results and the slot
+            // table; the propagators' facts, the worklist and the plans go.
+            running(c);
+            c.finished = true;
+            c.e->facts.release_for_readers();
+            c.e->work.release();
+            std::vector<slcore::Plan>().swap(c.plans);
+            Ids().swap(c.value_layouts);
+          },
+          "Frees what only the run reads (after value_layouts and copy_candidates).")
+      .def(
           "copy_candidates",
-          [](const Core& c) {
+          [](const Core& c) { running(c);
             // Operand slots this round (in the order first set) whose own operand's
             // layout (as value_layouts found it) differs from the demand: (instruction, operand, value, demand).
             const slcore::Engine& e = *c.e;

@@ -48,6 +48,11 @@ class Worklist {
     return r;
   }
   const std::deque<Ref>& work() const { return work_; }
+  // Frees both lists (the run is over).
+  void release() {
+    std::deque<Ref>().swap(work_);
+    std::vector<Ref>().swap(added_);
+  }
   // The deque's items (its blocks hold a little more) and the batch's capacity.
   int64_t bytes() const {
     return static_cast<int64_t>(work_.size() * sizeof(Ref) + added_.capacity() * sizeof(Ref));

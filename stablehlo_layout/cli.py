@@ -106,6 +106,7 @@ def _assign(args: argparse.Namespace) -> int:
     # printing was the command's peak); the graph stays, as the command leaves
     # without tearing it down (freeing it would cost ~30 ms for 30 MB).
     result.assignment = None  # type: ignore[assignment]
+    result.copies = []  # their edges read their demands from the engine's store, which this lets go
     # Nothing reads the module after printing.  The printer verifies it first
     # (and falls back to the generic form if that fails): that is the output
     # check, which assign_module would otherwise have run once more.

@@ -1152,6 +1152,9 @@ class Engine:
         bc, oc = BufferConstraints(self.records, cache=True), OperandConstraints(self.records, cache=True)
         copies = [CopyEdge(v, layouts[v], known(want), iid, n, _Unread(oc, key))  # type: ignore[arg-type]
                   for key, (v, want) in self.core.copy_candidates() for iid, n in (key,)]
+        # The readers of the answer need the store only: the run's facts go
+        # before the rest of the answer (and the rewrite) allocates.
+        self.core.finish()
         # Implicit captures must match the region parameter they stand for.
         shared = self._shared_branch_operands()
         # Inside a branch that copies its parameter, every use reads the copy:
