@@ -792,7 +792,9 @@ def render_summary(e: Explanation) -> str:
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {fmt_bytes(b)}")
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
-    shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if p not in free_of_cost]
+    # By identity: ``p not in free_of_cost`` compared every pair of parameters, quadratic.
+    free_ids = {id(p) for p in free_of_cost}
+    shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if id(p) not in free_ids]
     for p in shown:
         lay = L.format_layout(p.layout) if p.layout is not None else "-"
         if p.copies_if_free is None:
