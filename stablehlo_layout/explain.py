@@ -227,6 +227,10 @@ class Explanation:
         return sum(1 for c in self.copies if c.bytes is None)
 
     def to_json(self) -> dict[str, Any]:
+        with _quiet_gc():
+            return self._json()
+
+    def _json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "target": self.target, "entry_layouts": self.entry_layouts,
             "copies": [c.to_json() for c in self.copies],
@@ -243,9 +247,10 @@ class Explanation:
         }
 
     def render(self) -> str:
-        parts = [render_copy(c) for c in self.copies]
-        parts.append(render_summary(self))
-        return "\n\n".join(parts) + "\n"
+        with _quiet_gc():
+            parts = [render_copy(c) for c in self.copies]
+            parts.append(render_summary(self))
+            return "\n\n".join(parts) + "\n"
 
 
 # --- describing graph objects ------------------------------------------------
@@ -620,6 +625,23 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
     ``sources`` (HLO instruction name -> where it came from, see ``sources.py``)
     adds the user's op and source line to producers, consumers and chain links.
     """
+    with _quiet_gc():
+        return _explain(a, fixes, max_reruns, sources)
+
+
+def _quiet_gc():
+    """The cyclic collector held off, as over the pass (``assignment.quiet_gc``).
+
+    The reports are tens of thousands of small objects that all survive, so
+    the collector kept running full collections over them and the whole graph:
+    two thirds of the reports' time at L=256 (the graph holds no cycles to find).
+    """
+    from .assignment import quiet_gc  # lazy: assignment reaches MLIR, reports need not
+
+    return quiet_gc()
+
+
+def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, Source] | None) -> Explanation:
     if not a.exact:
         # A fast run keeps no provenance; the exact run reaches the same
         # layouts and copies on the same graph and records why.
@@ -941,6 +963,11 @@ def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> 
 
     ``sources`` (as for ``explain``) names each subject's op and source line.
     """
+    with _quiet_gc():
+        return _render_trace(a, sources)
+
+
+def _render_trace(a: Assignment, sources: Mapping[str, Source] | None) -> str:
     g = a.graph
 
     def subject(f: Origin) -> str:
