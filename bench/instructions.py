@@ -1,6 +1,6 @@
 """Count the machine instructions the command executes, phase by phase (callgrind).
 
-    python bench/instructions.py [--layers 64] [--input FILE] [--code DIR] [--no-command]
+    python bench/instructions.py [--layers 64] [--input FILE] [--code DIR] [--no-command] [--explain]
 
 Wall time on a shared 2-core machine varies by 20-30% between runs of the
 same code, which hides the few-percent steps most speed-ups are made of.
@@ -16,7 +16,10 @@ rewrite and print; the differences are the phases' counts, and the first
 child's count is start-up's.  A seventh runs the whole console command
 (``stablehlo-layout assign --target xla-cpu FILE``, stdout to /dev/null) as a
 cross-check of the sum (it also verifies its output and enables MLIR's
-threads, so it counts a little more).  The phases are ``bench/phases.py``'s,
+threads, so it counts a little more); with ``--explain`` an eighth runs
+``stablehlo-layout explain --target xla-cpu FILE`` (with its fixes), whose
+count against the command's is issue 16's explain/assign ratio without the
+noise of wall time.  The phases are ``bench/phases.py``'s,
 taken from the measured checkout.  The default input is the XLA dump
 ``bench/run.py`` cached for ``--layers``.  Takes about two minutes at L=64
 on 2 cores (callgrind runs ~50x slower than native).
@@ -87,8 +90,9 @@ def count(path: str, stop: str, code: str) -> int:
     # Fixed addresses too: MLIR objects hash by address, and dict probing
     # follows the hashes.
     no_aslr = ["setarch", os.uname().machine, "--addr-no-randomize"] if shutil.which("setarch") else []
-    if stop == "command":
-        child = [sys.executable, "-c", _COMMAND, code, "assign", "--target", "xla-cpu", path]
+    if stop in ("command", "explain"):
+        verb = "assign" if stop == "command" else "explain"
+        child = [sys.executable, "-c", _COMMAND, code, verb, "--target", "xla-cpu", path]
     else:
         child = [sys.executable, "-c", _CHILD, path, stop, code]
     proc = subprocess.run(
@@ -118,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--input", help="any module the pass accepts, instead of the cached dump")
     p.add_argument("--code", default=ROOT, help="the checkout whose stablehlo_layout/ (and bench/phases.py) is measured")
     p.add_argument("--no-command", action="store_true", help="skip the whole-command cross-check child")
+    p.add_argument("--explain", action="store_true",
+                   help="also count the whole `stablehlo-layout explain --target xla-cpu` command (with its fixes)")
     args = p.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("instructions: valgrind is not installed (Debian: apt-get install valgrind)")
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"instructions: {code} has no bench/phases.py (the phases this script runs)")
     # Byte-compile first, or whichever child starts first pays for it.
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(code, "stablehlo_layout")], check=True)
-    children = STEPS + (() if args.no_command else ("command",))
+    children = STEPS + (() if args.no_command else ("command",)) + (("explain",) if args.explain else ())
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         totals = dict(zip(children, pool.map(lambda s: count(path, s, code), children)))
     phases = {"startup": totals["startup"]}
@@ -143,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     if "command" in totals:
         print(f"{'command':<10} {totals['command'] / 1e6:10.1f} M instructions "
               "(the whole `stablehlo-layout assign --target xla-cpu` process: verification and MLIR threads too)")
+    if "explain" in totals:
+        print(f"{'explain':<10} {totals['explain'] / 1e6:10.1f} M instructions "
+              "(the whole `stablehlo-layout explain --target xla-cpu` process, with its fixes)"
+              + (f": {totals['explain'] / totals['command']:.2f}x the command" if "command" in totals else ""))
     return 0
 
 

@@ -200,7 +200,8 @@ def _analysis(args: argparse.Namespace, trace: bool):
     ctx = mlir.make_context()
     module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
-    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True)
+    # The module is dropped below: the import may inline into it rather than a copy.
+    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)
     if args.mlir_print_debuginfo:
         from .graph import show_full_locations
 

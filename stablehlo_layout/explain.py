@@ -11,13 +11,14 @@ separate from building, and the JSON form is versioned (``SCHEMA``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout as L
-from .constraints import BUFFER, OPERAND, Constraint, Origin, ResultConstraint
+from .constraints import BUFFER, OPERAND, BufferConstraint, Constraint, Origin, ResultConstraint
 from .errors import PassError
 from .graph import Graph, Value, shape_text
 from .aliasing import what_removes, why_copied
@@ -60,6 +61,17 @@ RULE_TEXT = {
     "bitcast-convert-rank-change": "a rank-changing bitcast-convert splits the minor dimension",
     "all-reduce-operand": "an all-reduce result follows its operand",
 }
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_layout_text(layout: L.Layout) -> str:
+    return L.format_layout(layout)
+
+
+def layout_text(layout: L.Layout) -> str:
+    """``{1,0}``: reports spell the same few layouts tens of thousands of times, so each is spelled once."""
+    # Layouts are tuples (interned); anything else is spelled each time.
+    return _cached_layout_text(layout) if layout.__class__ is tuple else L.format_layout(layout)
 
 
 def rule_text(rule: str) -> str:
@@ -110,7 +122,7 @@ class Fix:
         return {"change": self.change, "index": self.index, "description": self.description,
                 "removes_copy": self.removes, "copies_delta": self.copies_delta,
                 "bytes_delta": self.bytes_delta,
-                "new_layout": L.format_layout(self.new_layout) if self.new_layout is not None else None}
+                "new_layout": layout_text(self.new_layout) if self.new_layout is not None else None}
 
 
 @dataclass
@@ -172,8 +184,8 @@ class CopyReport:
         return {
             "index": self.index, "shape": self.shape, "kind": self.kind,
             "aliased_output": self.aliased_output,
-            "from": {"minor_to_major": L.format_layout(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
-            "to": {"minor_to_major": L.format_layout(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
+            "from": {"minor_to_major": layout_text(self.src), "jax_major_to_minor": list(L.to_major_to_minor(self.src))},
+            "to": {"minor_to_major": layout_text(self.dst), "jax_major_to_minor": list(L.to_major_to_minor(self.dst))},
             "producer": self.producer,
             "consumers": [{**c, "chain": [x.to_json() for x in chain],
                            **({"chain_continues": {"consumer": join[0], "link": join[1]}} if join else {})}
@@ -215,6 +227,10 @@ class Explanation:
         return sum(1 for c in self.copies if c.bytes is None)
 
     def to_json(self) -> dict[str, Any]:
+        with _quiet_gc():
+            return self._json()
+
+    def _json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA, "target": self.target, "entry_layouts": self.entry_layouts,
             "copies": [c.to_json() for c in self.copies],
@@ -224,16 +240,17 @@ class Explanation:
                 "by_reason": [{"reason": r, "why": rule_text(r), "copies": n, "bytes": b}
                               for r, (n, b) in sorted(self.by_reason.items())],
                 "parameters": [{"index": p.index,
-                                "layout": L.format_layout(p.layout) if p.layout is not None else None,
+                                "layout": layout_text(p.layout) if p.layout is not None else None,
                                 "pinned": p.pinned, "copies_delta_if_free": p.copies_if_free,
                                 "bytes_delta_if_free": p.bytes_if_free} for p in self.parameters],
             },
         }
 
     def render(self) -> str:
-        parts = [render_copy(c) for c in self.copies]
-        parts.append(render_summary(self))
-        return "\n\n".join(parts) + "\n"
+        with _quiet_gc():
+            parts = [render_copy(c) for c in self.copies]
+            parts.append(render_summary(self))
+            return "\n\n".join(parts) + "\n"
 
 
 # --- describing graph objects ------------------------------------------------
@@ -272,14 +289,14 @@ def link_of(g: Graph, f: Origin) -> Link:
     """A reader's view of one fact: what was set, by which rule, how strongly."""
     if f.kind == BUFFER:
         subject = describe_value(g, f.target[0])
-        layout = L.format_layout(f.layout)
+        layout = layout_text(f.layout)
     elif f.kind == OPERAND:
         subject = describe_use(g, f.target[0], f.target[1])
-        layout = L.format_layout(f.layout)
+        layout = layout_text(f.layout)
     else:
         comp = g.comps[f.target[0]]
         subject = f"results of @{comp.name}" if comp.is_entry else f"results of {comp.name}"
-        layout = ", ".join(L.format_layout(x) if x is not None else "free" for x in f.layout)
+        layout = ", ".join(layout_text(x) if x is not None else "free" for x in f.layout)
     note = f.note
     if f.instr is not None and f.rule not in ("default-layout", "entry-parameter", "consumer-demand"):
         via = g.instrs[f.instr]
@@ -421,12 +438,18 @@ def loop_trips(g: Graph, iid: int) -> list[int | None]:
 
 # --- the verdict -------------------------------------------------------------
 
+_UNREAD: Any = object()  # an argument not given, where None is a value
 
-def verdict(a: Assignment, group: CopyGroup) -> str:
-    """Which rule of XLA's priority arithmetic let the producer keep its layout."""
+
+def verdict(a: Assignment, group: CopyGroup, producer: BufferConstraint | None = _UNREAD) -> str:
+    """Which rule of XLA's priority arithmetic let the producer keep its layout.
+
+    ``producer``: the copied value's buffer constraint, where the caller has
+    already read it (each read builds it afresh from the compiled store).
+    """
     g = a.graph
-    v = g.values[group.value]
-    producer = a.buffer_constraints.get(v.buffer)
+    if producer is _UNREAD:
+        producer = a.buffer_constraints.get(g.values[group.value].buffer)
     demand = group.edges[0].demand
     if isinstance(demand, ResultConstraint):
         return ("a result layout is a soft demand: XLA does not force the producer, it enforces the "
@@ -461,9 +484,10 @@ def rerun(a: Assignment, params: list[Any], results: list[Any]) -> Assignment:
         g.entry_param_modes, g.entry_result_modes = saved
 
 
-def _copy_bytes(a: Assignment) -> tuple[int, int]:
-    """(copies, bytes of those whose size is known): what a fix is measured by."""
-    groups = copy_groups(a)
+def _copy_bytes(a: Assignment, groups: list[CopyGroup] | None = None) -> tuple[int, int]:
+    """(copies, bytes of those whose size is known): what a fix is measured by (``groups``: ``a``'s, if made)."""
+    if groups is None:
+        groups = copy_groups(a)
     return len(groups), sum(value_bytes(a.graph.values[c.value]) or 0 for c in groups)
 
 
@@ -479,9 +503,9 @@ class _Fixer:
     pinned entries would otherwise cost one run per entry.
     """
 
-    def __init__(self, a: Assignment, max_reruns: int) -> None:
+    def __init__(self, a: Assignment, max_reruns: int, groups: list[CopyGroup] | None = None) -> None:
         self.a = a
-        self.base = _copy_bytes(a)
+        self.base = _copy_bytes(a, groups)
         self.cache: dict[tuple[str, int], Assignment | None] = {}
         self.max_reruns = max_reruns
         self.skipped = 0
@@ -497,11 +521,13 @@ class _Fixer:
         root = g.instrs[g.comps[g.entry].root]  # type: ignore[index]
         return [i for i, v in enumerate(root.operands) if g.values[v].buffer == buffer]
 
-    def candidates(self, group: CopyGroup) -> list[tuple[str, int, Any]]:
-        """Entry pins in this copy's chains, and the changes that might undo them."""
+    def candidates(self, group: CopyGroup, producer: BufferConstraint | None = _UNREAD) -> list[tuple[str, int, Any]]:
+        """Entry pins in this copy's chains, and the changes that might undo them (``producer``: as for ``verdict``)."""
         g = self.a.graph
+        if producer is _UNREAD:
+            producer = self.a.buffer_constraints.get(g.values[group.value].buffer)
         out: list[tuple[str, int, Any]] = []
-        for node in _ancestry(self.a.buffer_constraints.get(g.values[group.value].buffer)):
+        for node in _ancestry(producer):
             if node.rule == "entry-parameter" and node.kind == BUFFER:
                 i = g.instrs[g.values[node.target[0]].producer].attrs["number"]
                 if self._pinned(g.entry_param_modes, i):
@@ -545,11 +571,11 @@ class _Fixer:
                 self.cache[key] = None
         return self.cache[key]
 
-    def best(self, group: CopyGroup) -> tuple[Fix | None, str]:
+    def best(self, group: CopyGroup, producer: BufferConstraint | None = _UNREAD) -> tuple[Fix | None, str]:
         edges = {(e.consumer, e.operand) for e in group.edges}
         found: list[Fix] = []
         unchecked = 0
-        for change, i, mode in self.candidates(group):
+        for change, i, mode in self.candidates(group, producer):
             if len(self.cache) >= self.max_reruns and (change, i) not in self.cache:
                 unchecked += 1
                 continue
@@ -579,7 +605,7 @@ def _fix_text(change: str, i: int, mode: Any) -> str:
     what = "parameter" if change.endswith("parameter") else "result"
     if change.startswith("auto"):
         return f'leave {what} {i} unpinned (mhlo.layout_mode = "auto")'
-    return f'pin {what} {i} to {L.format_layout(mode)} (mhlo.layout_mode = "{L.format_layout(mode)}")'
+    return f'pin {what} {i} to {layout_text(mode)} (mhlo.layout_mode = "{layout_text(mode)}")'
 
 
 def _ancestry(c: Constraint | None):
@@ -599,15 +625,33 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
     ``sources`` (HLO instruction name -> where it came from, see ``sources.py``)
     adds the user's op and source line to producers, consumers and chain links.
     """
+    with _quiet_gc():
+        return _explain(a, fixes, max_reruns, sources)
+
+
+def _quiet_gc():
+    """The cyclic collector held off, as over the pass (``assignment.quiet_gc``).
+
+    The reports are tens of thousands of small objects that all survive, so
+    the collector kept running full collections over them and the whole graph:
+    two thirds of the reports' time at L=256 (the graph holds no cycles to find).
+    """
+    from .assignment import quiet_gc  # lazy: assignment reaches MLIR, reports need not
+
+    return quiet_gc()
+
+
+def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, Source] | None) -> Explanation:
     if not a.exact:
         # A fast run keeps no provenance; the exact run reaches the same
         # layouts and copies on the same graph and records why.
         a = assign_layouts(a.graph, a.target, a.entry_mode, exact=True)
     g = a.graph
-    fixer = _Fixer(a, max_reruns if fixes else 0)
+    groups = copy_groups(a)
+    fixer = _Fixer(a, max_reruns if fixes else 0, groups)
     reports: list[CopyReport] = []
     relayout_uses = _edges(a)
-    for n, group in enumerate(copy_groups(a), 1):
+    for n, group in enumerate(groups, 1):
         v = g.values[group.value]
         demand = group.edges[0].demand
         producer_c = a.buffer_constraints.get(v.buffer)
@@ -617,8 +661,8 @@ def explain(a: Assignment, fixes: bool = True, max_reruns: int = 16,
             fix, note = None, what_removes(g, e, (e.consumer, e.operand) in relayout_uses)
             why, reason = why_copied(g, group.edges[0]), "custom-call-in-place"
         else:
-            fix, note = fixer.best(group) if fixes else (None, "")
-            why, reason = verdict(a, group), source_rule(demand)
+            fix, note = fixer.best(group, producer_c) if fixes else (None, "")
+            why, reason = verdict(a, group, producer_c), source_rule(demand)
         chains, joins = shared_chains(g, [e.demand for e in group.edges], sources)
         reports.append(CopyReport(
             index=n,
@@ -695,7 +739,14 @@ def fmt_bytes(n: int | None) -> str:
 
 
 def _layouts(lay: L.Layout) -> str:
-    return f"{L.format_layout(lay)} (jax major_to_minor {tuple(L.to_major_to_minor(lay))})"
+    return _cached_layouts(lay) if lay.__class__ is tuple else _spell_layouts(lay)
+
+
+def _spell_layouts(lay: L.Layout) -> str:
+    return f"{layout_text(lay)} (jax major_to_minor {tuple(L.to_major_to_minor(lay))})"
+
+
+_cached_layouts = functools.lru_cache(maxsize=4096)(_spell_layouts)
 
 
 def _render_link(link: Link, first: bool) -> str:
@@ -713,7 +764,7 @@ def _source_suffix(entry: dict[str, Any]) -> str:
 def render_copy(r: CopyReport) -> str:
     if r.aliased_output is not None:
         return _render_in_place(r)
-    lines = [f"copy #{r.index}: {r.shape} {L.format_layout(r.src)} -> {L.format_layout(r.dst)}"]
+    lines = [f"copy #{r.index}: {r.shape} {layout_text(r.src)} -> {layout_text(r.dst)}"]
     lines.append(f"  layouts: {_layouts(r.src)} -> {_layouts(r.dst)}")
     lines.append(f"  producer: {r.producer['value']}{_source_suffix(r.producer)}")
     for c in r.consumers:
@@ -726,15 +777,15 @@ def render_copy(r: CopyReport) -> str:
     for k, (links, join) in enumerate(zip(chains, r.joins())):
         who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
         if join is not None and not links:
-            lines.append(f"  {who} wants {L.format_layout(r.dst)} for the reason consumer {join[0] + 1} does"
+            lines.append(f"  {who} wants {layout_text(r.dst)} for the reason consumer {join[0] + 1} does"
                          + (f", from its link {join[1] + 1} on" if join[1] else ""))
             continue
-        lines.append(f"  {who} wants {L.format_layout(r.dst)} because:")
+        lines.append(f"  {who} wants {layout_text(r.dst)} because:")
         lines.extend(_render_link(x, i == 0) for i, x in enumerate(links))
         if join is not None:
             lines.append(f"    <- then as consumer {join[0] + 1}'s chain from its link {join[1] + 1}: "
                          f"{chains[join[0]][join[1]].subject}")
-    lines.append(f"  the producer has {L.format_layout(r.src)} because:")
+    lines.append(f"  the producer has {layout_text(r.src)} because:")
     lines.extend(_render_link(x, i == 0) for i, x in enumerate(r.producer_chain))
     lines.append(f"  why the producer kept its layout: {r.verdict}")
     if r.fix is not None:
@@ -743,7 +794,7 @@ def render_copy(r: CopyReport) -> str:
         if r.bytes is not None:  # a dynamic shape's bytes are in no total
             gain += f", {f.bytes_delta:+d} B"
         took = f"; the {'parameter' if f.change.endswith('parameter') else 'result'} would take " \
-               f"{L.format_layout(f.new_layout)}" if f.new_layout is not None else ""
+               f"{layout_text(f.new_layout)}" if f.new_layout is not None else ""
         lines.append(f"  fix: {f.description}: {gain} overall{took} (checked by running the pass again)")
     elif r.fix_note:
         lines.append(f"  fix: {r.fix_note}")
@@ -764,7 +815,7 @@ def _cost_line(r: CopyReport) -> str:
 
 def _render_in_place(r: CopyReport) -> str:
     """An in-place copy: no layout changes, so no priority story; why XLA copies, and what removes it."""
-    lay = L.format_layout(r.dst)
+    lay = layout_text(r.dst)
     lines = [f"copy #{r.index}: {r.shape} {lay} -> {lay} (same layout: an in-place operand, not a relayout)",
              f"  layout: {_layouts(r.dst)}",
              f"  producer: {r.producer['value']}{_source_suffix(r.producer)}"]
@@ -792,9 +843,11 @@ def render_summary(e: Explanation) -> str:
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {fmt_bytes(b)}")
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
-    shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if p not in free_of_cost]
+    # By identity: ``p not in free_of_cost`` compared every pair of parameters, quadratic.
+    free_ids = {id(p) for p in free_of_cost}
+    shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if id(p) not in free_ids]
     for p in shown:
-        lay = L.format_layout(p.layout) if p.layout is not None else "-"
+        lay = layout_text(p.layout) if p.layout is not None else "-"
         if p.copies_if_free is None:
             state = ("pinned; not checked" if p.pinned and p.layout is not None and len(p.layout) > 1
                      else "pinned" if p.pinned else "free")
@@ -902,7 +955,7 @@ def fact_words(g: Graph, f: Origin, subject: Callable[[Origin], str] | None = No
             "priority": c.priority,
             "strength": TRACE_WORDS["mandatory" if c.mandatory else "not-mandatory"],
             "order": TRACE_WORDS["dfs" if f.dfs else "bfs"],
-            "was": TRACE_WORDS["was"].format(layout=L.format_layout(f.was)) if f.was is not None else ""}
+            "was": TRACE_WORDS["was"].format(layout=layout_text(f.was)) if f.was is not None else ""}
 
 
 def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> str:
@@ -910,6 +963,11 @@ def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> 
 
     ``sources`` (as for ``explain``) names each subject's op and source line.
     """
+    with _quiet_gc():
+        return _render_trace(a, sources)
+
+
+def _render_trace(a: Assignment, sources: Mapping[str, Source] | None) -> str:
     g = a.graph
 
     def subject(f: Origin) -> str:
@@ -933,5 +991,5 @@ def render_trace(a: Assignment, sources: Mapping[str, Source] | None = None) -> 
         for e in in_place:
             lines.append("  " + TRACE_WORDS["in-place"].format(
                 value=describe_value(g, e.value), use=describe_use(g, e.consumer, e.operand),
-                layout=L.format_layout(e.dst), output=e.aliased_output))
+                layout=layout_text(e.dst), output=e.aliased_output))
     return "\n".join(lines) + "\n"

@@ -104,3 +104,24 @@ def test_instruction_command_child_runs_the_checkout_it_is_given(tmp_path) -> No
     assert proc.stdout.strip() == b"other checkout ['assign', 'x.mlir']"
     proc = _python("-c", instructions._COMMAND, str(REPO), "assign", "--target", "xla-cpu", str(REPO / DUMP))
     assert proc.returncode == 0 and proc.stdout.startswith(b"module"), proc.stderr[-2000:]
+
+
+def test_instruction_counts_with_explain_print_its_ratio_to_the_command(monkeypatch, capsys) -> None:
+    """``--explain`` counts one more child, the whole explain command, and sets it against assign's."""
+    asked: list[str] = []
+    counts = {"startup": 100, "parse": 150, "import": 250, "propagate": 400, "rewrite": 450, "print": 500,
+              "command": 600_000_000, "explain": 900_000_000}
+
+    def fake_count(path: str, stop: str, code: str) -> int:
+        asked.append(stop)
+        return counts[stop]
+
+    monkeypatch.setattr(instructions, "count", fake_count)
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/" + name)
+    assert instructions.main(["--input", str(REPO / DUMP), "--explain"]) == 0
+    assert sorted(asked) == sorted(counts)
+    out = capsys.readouterr().out
+    assert "explain         900.0 M instructions" in out and ": 1.50x the command" in out
+    asked.clear()
+    assert instructions.main(["--input", str(REPO / DUMP)]) == 0
+    assert "explain" not in asked
