@@ -18,6 +18,7 @@ except locations, which are immutable and formatted only when read.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 import re
 from typing import Any
@@ -34,6 +35,31 @@ CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target"})
 INSTR_KIND = {"root": 1, "parameter": 2}
 
 
+class UseRows:
+    """Every value's uses, as the core lists them (``_core.use_rows``): three flat
+    int32 columns, row ``v`` being ``user[start[v]:start[v + 1]]`` beside
+    ``operand[...]``.  ``Value.uses`` makes a value's list from its row the first
+    time a reader asks: few readers ask, and a list of tuples per value was the
+    largest part of the import's memory."""
+
+    __slots__ = ("start", "user", "operand")
+
+    def __init__(self) -> None:
+        self.start: array | None = None
+        self.user, self.operand = array("i"), array("i")
+
+    def fill(self, start: bytes, user: bytes, operand: bytes) -> None:
+        self.start = array("i")
+        for col, raw in ((self.start, start), (self.user, user), (self.operand, operand)):
+            col.frombytes(raw)
+
+    def row(self, vid: int) -> list[tuple[int, int]]:
+        if self.start is None:
+            raise RuntimeError(f"value {vid}'s uses were read before the import listed them")
+        s, e = self.start[vid], self.start[vid + 1]
+        return list(zip(self.user[s:e], self.operand[s:e]))
+
+
 @dataclass(slots=True)
 class Value:
     id: int
@@ -43,12 +69,27 @@ class Value:
     producer: int  # instruction id
     index: int  # result number, or parameter number
     buffer: int  # id of the value whose buffer this value points to
-    uses: list[tuple[int, int]] = field(default_factory=list)  # (instruction, operand no)
+    # The uses (``uses``): a list once read or set, until then the graph's UseRows.
+    _uses: "list[tuple[int, int]] | UseRows" = field(default_factory=list, repr=False, compare=False)
     # For a tuple value: its element values, in shape-index order.
     elements: list[int] | None = None
     # Kept as fields, not properties: the engine reads them millions of times.
     rank: int = 0
     is_array: bool = False
+
+    @property
+    def uses(self) -> list[tuple[int, int]]:
+        """(instruction, operand number) pairs that read this value: each reader's
+        own operands before its implicit captures, in instruction order (XLA's
+        where the importer reordered them)."""
+        u = self._uses
+        if u.__class__ is not list:
+            u = self._uses = u.row(self.id)  # type: ignore[union-attr]
+        return u  # type: ignore[return-value]
+
+    @uses.setter
+    def uses(self, uses: list[tuple[int, int]]) -> None:
+        self._uses = uses
 
     def retype(self, kind: str, element: str, dims: Dims) -> None:
         self.kind, self.element, self.dims = kind, element, dims
@@ -144,6 +185,10 @@ class Computation:
     is_entry: bool = False
 
 
+def _column() -> array:
+    return array("i")
+
+
 @dataclass(slots=True)
 class Columns:
     """The compiled core's view of the graph, as flat integer columns (``index.py``
@@ -153,32 +198,34 @@ class Columns:
     that the engine's set-up copies a few buffers instead of walking every
     Python object again.  Rows filled out of id order (a tuple's elements, an
     op's callees and captures) are (owner, item) pairs in the order met.
-    Plain lists, not arrays: a list's ``append`` is the cheapest call in the
-    walk, which makes them once per op, and the hand-over packs each in one go.
+    The per-value and per-instruction ones are int32 arrays, not lists: a
+    list would hold a pointer per entry and, for most numbers, an int object
+    of its own (the operand rows' ends are all new numbers), about three
+    times the memory for the same append.
     """
 
     # Per value.  ``shape``: its row of the shape table (0: not an array).
     # A value is its own buffer unless (value, buffer) pairs say otherwise,
     # the last pair for a value counting.
-    producer: list[int] = field(default_factory=list)
-    shape: list[int] = field(default_factory=list)
-    element_owner: list[int] = field(default_factory=list)
-    element_item: list[int] = field(default_factory=list)
-    buffer_value: list[int] = field(default_factory=list)
-    buffer_item: list[int] = field(default_factory=list)
+    producer: array = field(default_factory=_column)
+    shape: array = field(default_factory=_column)
+    element_owner: array = field(default_factory=_column)
+    element_item: array = field(default_factory=_column)
+    buffer_value: array = field(default_factory=_column)
+    buffer_item: array = field(default_factory=_column)
     # Per instruction.  ``op``: its name's number in ``op_names``.
-    comp: list[int] = field(default_factory=list)
-    op: list[int] = field(default_factory=list)
-    op_start: list[int] = field(default_factory=lambda: [0])
-    op_items: list[int] = field(default_factory=list)
-    callee_owner: list[int] = field(default_factory=list)
-    callee_item: list[int] = field(default_factory=list)
-    capture_owner: list[int] = field(default_factory=list)
-    capture_item: list[int] = field(default_factory=list)
+    comp: array = field(default_factory=_column)
+    op: array = field(default_factory=_column)
+    op_start: array = field(default_factory=lambda: array("i", [0]))
+    op_items: array = field(default_factory=_column)
+    callee_owner: array = field(default_factory=_column)
+    callee_item: array = field(default_factory=_column)
+    capture_owner: array = field(default_factory=_column)
+    capture_item: array = field(default_factory=_column)
     # The ops with an attribute the engine's set-up reads (CORE_ATTRIBUTES).
-    attributed: list[int] = field(default_factory=list)
+    attributed: array = field(default_factory=_column)
     # Values whose uses the importer put in another order than the walk met them.
-    reordered: list[int] = field(default_factory=list)
+    reordered: array = field(default_factory=_column)
     # The shape table: per distinct array shape its extents (-1: dynamic).
     shape_code: dict[Dims, int] = field(default_factory=dict)
     shape_is_array: list[int] = field(default_factory=lambda: [0])
@@ -222,11 +269,12 @@ class Graph:
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     columns: Columns = field(default_factory=Columns)
+    use_rows: UseRows = field(default_factory=UseRows)  # every value's uses (Value.uses)
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
         """A new value; ``shape``: its row of the columns' shape table."""
         vid = len(self.values)
-        v = Value(vid, kind, element, dims, producer, index, vid, [], None, len(dims), kind == ARRAY)
+        v = Value(vid, kind, element, dims, producer, index, vid, self.use_rows, None, len(dims), kind == ARRAY)
         self.values.append(v)
         c = self.columns
         c.producer.append(producer)

@@ -8,7 +8,6 @@ again without a second lookup; the engine never sees them.
 from __future__ import annotations
 
 import re
-from array import array
 from dataclasses import dataclass, field
 from collections.abc import Generator
 from typing import Any
@@ -441,11 +440,11 @@ class _Importer:
             _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
-        # Every value's uses, made once the walk is over (the core's order: own
+        # Every value's uses, listed once the walk is over (the core's order: own
         # operands before captures, in instruction order), then XLA's orders.
         cols = self.g.columns
-        _core.fill_uses(self.g.values, array("i", cols.op_start), array("i", cols.op_items),
-                        array("i", cols.capture_owner), array("i", cols.capture_item))
+        self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
+                                             cols.capture_owner, cols.capture_item))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
@@ -524,6 +523,7 @@ class _Importer:
         tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
         hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
+        use_rows = g.use_rows
         cols = g.columns
         col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
         op_start, op_items = cols.op_start, cols.op_items
@@ -605,7 +605,7 @@ class _Importer:
                 known = tensor_types.get(t)
                 if known is not None:  # Graph.add_value for a known tensor type, written out
                     n = len(values)
-                    values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, [], None, known[2], True))
+                    values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, use_rows, None, known[2], True))
                     col_producer.append(iid)
                     col_shape.append(known[3])
                     vid[res] = n
