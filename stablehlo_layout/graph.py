@@ -147,6 +147,28 @@ def show_full_locations(graph: "Graph") -> None:
             ins.where = _ANONYMOUS.sub(lambda m: _position("-", m.group(1), m.group(2)), text)
 
 
+class SharedAttrs(dict):
+    """Attributes that many instructions hold as one dict: ops of one name and
+    attribute, parameters of one number, terminators of one name, ops with
+    none.  Nothing writes them once the import is over; writing raises, so a
+    writer must give its instruction a dict of its own first (``own_attrs``)
+    instead of changing every instruction that shares it."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("these attributes are shared by many instructions; write to own_attrs(ins)")
+
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore
+
+
+def own_attrs(ins: "Instruction") -> dict[str, Any]:
+    """``ins.attrs``, made the instruction's own dict if it shared one, to write to."""
+    if ins.attrs.__class__ is SharedAttrs:
+        ins.attrs = dict(ins.attrs)
+    return ins.attrs
+
+
 @dataclass(slots=True)
 class Instruction:
     id: int
@@ -154,7 +176,7 @@ class Instruction:
     comp: int
     operands: list[int]
     results: list[int]
-    attrs: dict[str, Any]
+    attrs: dict[str, Any]  # a SharedAttrs where many instructions hold the same facts
     where: Any  # human location text, or a location object formatted on first read
     # Computations this op calls, and operands beyond the op's own (outer
     # values a region reads implicitly).  Most ops have neither: they share
