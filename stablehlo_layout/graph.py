@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from itertools import accumulate, chain
+from operator import attrgetter
 import re
 from typing import Any
 
@@ -207,10 +209,6 @@ class Computation:
     is_entry: bool = False
 
 
-def _column() -> array:
-    return array("i")
-
-
 @dataclass(slots=True)
 class Columns:
     """The compiled core's view of the graph, as flat integer columns (``index.py``
@@ -220,34 +218,35 @@ class Columns:
     that the engine's set-up copies a few buffers instead of walking every
     Python object again.  Rows filled out of id order (a tuple's elements, an
     op's callees and captures) are (owner, item) pairs in the order met.
-    The per-value and per-instruction ones are int32 arrays, not lists: a
-    list would hold a pointer per entry and, for most numbers, an int object
-    of its own (the operand rows' ends are all new numbers), about three
-    times the memory for the same append.
+    Plain lists, not arrays: a list's ``append`` is the cheapest call in the
+    walk (an array's costs ~15 times more), which makes them once per op, and
+    each entry is an int object the graph holds anyway (an id, a code).  The
+    operand rows are the exception, listed once the walk is over.
     """
 
     # Per value.  ``shape``: its row of the shape table (0: not an array).
     # A value is its own buffer unless (value, buffer) pairs say otherwise,
     # the last pair for a value counting.
-    producer: array = field(default_factory=_column)
-    shape: array = field(default_factory=_column)
-    element_owner: array = field(default_factory=_column)
-    element_item: array = field(default_factory=_column)
-    buffer_value: array = field(default_factory=_column)
-    buffer_item: array = field(default_factory=_column)
-    # Per instruction.  ``op``: its name's number in ``op_names``.
-    comp: array = field(default_factory=_column)
-    op: array = field(default_factory=_column)
+    producer: list[int] = field(default_factory=list)
+    shape: list[int] = field(default_factory=list)
+    element_owner: list[int] = field(default_factory=list)
+    element_item: list[int] = field(default_factory=list)
+    buffer_value: list[int] = field(default_factory=list)
+    buffer_item: list[int] = field(default_factory=list)
+    # Per instruction.  ``op``: its name's number in ``op_names``.  The operand
+    # rows are int32 arrays (``list_operands``).
+    comp: list[int] = field(default_factory=list)
+    op: list[int] = field(default_factory=list)
     op_start: array = field(default_factory=lambda: array("i", [0]))
-    op_items: array = field(default_factory=_column)
-    callee_owner: array = field(default_factory=_column)
-    callee_item: array = field(default_factory=_column)
-    capture_owner: array = field(default_factory=_column)
-    capture_item: array = field(default_factory=_column)
+    op_items: array = field(default_factory=lambda: array("i"))
+    callee_owner: list[int] = field(default_factory=list)
+    callee_item: list[int] = field(default_factory=list)
+    capture_owner: list[int] = field(default_factory=list)
+    capture_item: list[int] = field(default_factory=list)
     # The ops with an attribute the engine's set-up reads (CORE_ATTRIBUTES).
-    attributed: array = field(default_factory=_column)
+    attributed: list[int] = field(default_factory=list)
     # Values whose uses the importer put in another order than the walk met them.
-    reordered: array = field(default_factory=_column)
+    reordered: list[int] = field(default_factory=list)
     # The shape table: per distinct array shape its extents (-1: dynamic).
     shape_code: dict[Dims, int] = field(default_factory=dict)
     shape_is_array: list[int] = field(default_factory=lambda: [0])
@@ -265,6 +264,15 @@ class Columns:
             self.shape_items.extend(-1 if d is None else d for d in dims)
             self.shape_start.append(len(self.shape_items))
         return code
+
+    def list_operands(self, instrs: list["Instruction"]) -> None:
+        """The operand rows, read off every instruction's operands once the walk
+        made them all: a pass in C over the lists, where appending to the rows
+        in the walk cost two calls per op, and an int object per row end."""
+        operands = list(map(attrgetter("operands"), instrs))
+        self.op_start = array("i", [0])
+        self.op_start.extend(accumulate(map(len, operands)))
+        self.op_items = array("i", chain.from_iterable(operands))
 
     def code_of_op(self, name: str) -> int:
         code = self.op_code.get(name)
@@ -316,8 +324,6 @@ class Graph:
         c = self.columns
         c.comp.append(comp)
         c.op.append(c.code_of_op(op))
-        c.op_items.extend(operands)
-        c.op_start.append(len(c.op_items))
         return ins
 
     def leaves(self, vid: int) -> list[int]:

@@ -8,6 +8,7 @@ again without a second lookup; the engine never sees them.
 from __future__ import annotations
 
 import re
+from array import array
 from dataclasses import dataclass, field
 from collections.abc import Generator
 from typing import Any
@@ -452,8 +453,9 @@ class _Importer:
         # Every value's uses, listed once the walk is over (the core's order: own
         # operands before captures, in instruction order), then XLA's orders.
         cols = self.g.columns
+        cols.list_operands(self.g.instrs)
         self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
-                                             cols.capture_owner, cols.capture_item))
+                                             array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
@@ -535,7 +537,6 @@ class _Importer:
         use_rows = g.use_rows
         cols = g.columns
         col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
-        op_start, op_items = cols.op_start, cols.op_items
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -590,8 +591,6 @@ class _Importer:
             comp_instrs.append(iid)
             col_comp.append(cid)
             col_op.append(code)
-            op_items.extend(operands)
-            op_start.append(len(op_items))
             if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
             if len(op.regions):
