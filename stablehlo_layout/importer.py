@@ -99,6 +99,16 @@ def _facts_of(name: str) -> tuple[Any, bool, str, str | None]:
     return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind, _ONE_ATTRIBUTE.get(short)
 
 
+def _never_has_regions(op: ir.Operation) -> bool:
+    """Whether no op of this one's name can hold a region: its registered
+    definition says exactly none (``_ODS_REGIONS``, the generated bindings'
+    (count, fixed) pair).  An unregistered op has no such class and says
+    nothing, so each of its ops is asked; asking every op cost two bindings
+    calls per op."""
+    cls = type(op.opview)
+    return cls is not ir.OpView and getattr(cls, "_ODS_REGIONS", None) == (0, True)
+
+
 def _int_list(attr: ir.Attribute) -> list[int]:
     if isinstance(attr, ir.DenseI64ArrayAttr):
         return list(attr)
@@ -284,7 +294,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
@@ -561,9 +571,9 @@ class _Importer:
                 continue
             facts = op_facts.get(name)
             if facts is None:
-                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name))
+                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name), _never_has_regions(op))
             # Every instruction of one op name holds the same string, not a copy per op.
-            rule, needs, tuple_kind, keyed_by, name, code = facts
+            rule, needs, tuple_kind, keyed_by, name, code, no_regions = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
@@ -593,7 +603,7 @@ class _Importer:
             col_op.append(code)
             if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
-            if len(op.regions):
+            if not no_regions and len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
                     if len(region.blocks) == 0:
