@@ -520,7 +520,7 @@ class _Importer:
         block = region.blocks[0]
         for n, arg in enumerate(block.arguments):
             p = self._instr("parameter", cid, [], self._shared_attrs("number", n), comp.name, None)
-            p.results.append(self._new_value(arg, arg.type, p.id, n, cid))
+            p.results = [self._new_value(arg, arg.type, p.id, n, cid)]  # at its size, not room for four
             comp.params.append(p.id)
             comp.instrs.append(p.id)
         results = yield self._walk_ops(block, cid)
