@@ -163,6 +163,10 @@ class SharedAttrs(dict):
 
     __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore
 
+    def __reduce__(self) -> tuple:
+        # Copies and pickles are built through the constructor, not by setting items one by one.
+        return (SharedAttrs, (dict(self),))
+
 
 def own_attrs(ins: "Instruction") -> dict[str, Any]:
     """``ins.attrs``, made the instruction's own dict if it shared one, to write to."""

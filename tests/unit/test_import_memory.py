@@ -9,7 +9,9 @@ the graph of the commit before this budget overran by a fifth.
 
 from __future__ import annotations
 
+import copy
 import gc
+import pickle
 import sys
 import tracemalloc
 from pathlib import Path
@@ -80,6 +82,8 @@ def test_ops_with_the_same_facts_share_one_read_only_dict() -> None:
     assert transposes[0].attrs == {"perm": (0, 1)} and transposes[1].attrs == {"perm": (1, 0)}
     assert own_attrs(transposes[0]) is mine  # already its own
     assert isinstance(transposes[1].attrs, SharedAttrs) and not isinstance(mine, SharedAttrs)
+    for twin in (copy.deepcopy(transposes[1].attrs), pickle.loads(pickle.dumps(transposes[1].attrs))):
+        assert type(twin) is SharedAttrs and twin == {"perm": (1, 0)}
 
 
 def test_a_region_op_whose_regions_capture_gets_its_own_attributes() -> None:
