@@ -176,42 +176,36 @@ NB_MODULE(_core, m) {
       "The core's AlignLayouts (cpp/reshape.cpp), the twin of layout.align_layouts.");
 
   m.def(
-      "fill_uses",
-      [](nb::list values, nb::handle op_start, nb::handle op_items, nb::handle capture_owner,
-         nb::handle capture_item) {
-        // The importer's Value.uses, made here in one go rather than one tuple per operand in its walk.
-        const int32_t nv = static_cast<int32_t>(values.size());
+      "use_rows",
+      [](int32_t nv, nb::handle op_start, nb::handle op_items, nb::handle capture_owner,
+         nb::handle capture_item) -> nb::tuple {
+        // Every value's uses as three flat int32 columns (``graph.UseRows``): one
+        // Python object per value is made only when a reader asks for its uses.
         const slcore::Rows operands = id_rows(op_start, op_items, "operands");
         const int32_t ni = operands.size();
-        if (ni < 0 || operands.start[0] != 0 || operands.start.back() != static_cast<int32_t>(operands.items.size())) {
-          throw std::invalid_argument("fill_uses: the operand rows do not cover their items");
+        if (nv < 0 || ni < 0 || operands.start[0] != 0 ||
+            operands.start.back() != static_cast<int32_t>(operands.items.size())) {
+          throw std::invalid_argument("use_rows: the operand rows do not cover their items");
         }
         for (int32_t i = 0; i < ni; ++i) {
-          if (operands.start[i] > operands.start[i + 1]) throw std::invalid_argument("fill_uses: operand rows overlap");
+          if (operands.start[i] > operands.start[i + 1]) throw std::invalid_argument("use_rows: operand rows overlap");
         }
         const slcore::Rows captures = slcore::rows_from_pairs(ni, ids(capture_owner, "capture_owner"),
                                                               ids(capture_item, "capture_item"), "captures");
         for (const slcore::Rows* r : {&operands, &captures}) {
           for (int32_t v : r->items) {
-            if (v < 0 || v >= nv) throw std::invalid_argument("fill_uses: a use names a value out of range");
+            if (v < 0 || v >= nv) throw std::invalid_argument("use_rows: a use names a value out of range");
           }
         }
         slcore::Rows users, use_operand;
         slcore::value_uses(operands, captures, nv, users, use_operand);
-        nb::str name("uses");
-        for (int32_t v = 0; v < nv; ++v) {
-          const int32_t n = users.count(v);
-          if (n == 0) continue;
-          // Sized once (appending would over-allocate every row).
-          nb::list row = nb::steal<nb::list>(PyList_New(n));
-          for (int32_t k = 0; k < n; ++k) {
-            const int32_t j = users.start[v] + k;
-            PyList_SET_ITEM(row.ptr(), k, nb::make_tuple(users.items[j], use_operand.items[j]).release().ptr());
-          }
-          nb::setattr(values[v], name, row);
-        }
+        auto raw = [](const std::vector<int32_t>& col) {
+          return nb::bytes(reinterpret_cast<const char*>(col.data()), col.size() * sizeof(int32_t));
+        };
+        return nb::make_tuple(raw(users.start), raw(users.items), raw(use_operand.items));
       },
-      "Set each Value's uses, (instruction, operand number) pairs: own operands, then captures, in instruction order.");
+      "Per value, its uses as (start, users, operand numbers) int32 bytes: own operands, then captures, in "
+      "instruction order.");
 
   nb::class_<Index>(m, "Index")
       .def(

@@ -18,7 +18,10 @@ except locations, which are immutable and formatted only when read.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from itertools import accumulate, chain
+from operator import attrgetter
 import re
 from typing import Any
 
@@ -34,6 +37,31 @@ CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target"})
 INSTR_KIND = {"root": 1, "parameter": 2}
 
 
+class UseRows:
+    """Every value's uses, as the core lists them (``_core.use_rows``): three flat
+    int32 columns, row ``v`` being ``user[start[v]:start[v + 1]]`` beside
+    ``operand[...]``.  ``Value.uses`` makes a value's list from its row the first
+    time a reader asks: few readers ask, and a list of tuples per value was the
+    largest part of the import's memory."""
+
+    __slots__ = ("start", "user", "operand")
+
+    def __init__(self) -> None:
+        self.start: array | None = None
+        self.user, self.operand = array("i"), array("i")
+
+    def fill(self, start: bytes, user: bytes, operand: bytes) -> None:
+        self.start = array("i")
+        for col, raw in ((self.start, start), (self.user, user), (self.operand, operand)):
+            col.frombytes(raw)
+
+    def row(self, vid: int) -> list[tuple[int, int]]:
+        if self.start is None:
+            raise RuntimeError(f"value {vid}'s uses were read before the import listed them")
+        s, e = self.start[vid], self.start[vid + 1]
+        return list(zip(self.user[s:e], self.operand[s:e]))
+
+
 @dataclass(slots=True)
 class Value:
     id: int
@@ -43,12 +71,27 @@ class Value:
     producer: int  # instruction id
     index: int  # result number, or parameter number
     buffer: int  # id of the value whose buffer this value points to
-    uses: list[tuple[int, int]] = field(default_factory=list)  # (instruction, operand no)
+    # The uses (``uses``): a list once read or set, until then the graph's UseRows.
+    _uses: "list[tuple[int, int]] | UseRows" = field(default_factory=list, repr=False, compare=False)
     # For a tuple value: its element values, in shape-index order.
     elements: list[int] | None = None
     # Kept as fields, not properties: the engine reads them millions of times.
     rank: int = 0
     is_array: bool = False
+
+    @property
+    def uses(self) -> list[tuple[int, int]]:
+        """(instruction, operand number) pairs that read this value: each reader's
+        own operands before its implicit captures, in instruction order (XLA's
+        where the importer reordered them)."""
+        u = self._uses
+        if u.__class__ is not list:
+            u = self._uses = u.row(self.id)  # type: ignore[union-attr]
+        return u  # type: ignore[return-value]
+
+    @uses.setter
+    def uses(self, uses: list[tuple[int, int]]) -> None:
+        self._uses = uses
 
     def retype(self, kind: str, element: str, dims: Dims) -> None:
         self.kind, self.element, self.dims = kind, element, dims
@@ -106,6 +149,32 @@ def show_full_locations(graph: "Graph") -> None:
             ins.where = _ANONYMOUS.sub(lambda m: _position("-", m.group(1), m.group(2)), text)
 
 
+class SharedAttrs(dict):
+    """Attributes that many instructions hold as one dict: ops of one name and
+    attribute, parameters of one number, terminators of one name, ops with
+    none.  Nothing writes them once the import is over; writing raises, so a
+    writer must give its instruction a dict of its own first (``own_attrs``)
+    instead of changing every instruction that shares it."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("these attributes are shared by many instructions; write to own_attrs(ins)")
+
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore
+
+    def __reduce__(self) -> tuple:
+        # Copies and pickles are built through the constructor, not by setting items one by one.
+        return (SharedAttrs, (dict(self),))
+
+
+def own_attrs(ins: "Instruction") -> dict[str, Any]:
+    """``ins.attrs``, made the instruction's own dict if it shared one, to write to."""
+    if ins.attrs.__class__ is SharedAttrs:
+        ins.attrs = dict(ins.attrs)
+    return ins.attrs
+
+
 @dataclass(slots=True)
 class Instruction:
     id: int
@@ -113,7 +182,7 @@ class Instruction:
     comp: int
     operands: list[int]
     results: list[int]
-    attrs: dict[str, Any]
+    attrs: dict[str, Any]  # a SharedAttrs where many instructions hold the same facts
     where: Any  # human location text, or a location object formatted on first read
     # Computations this op calls, and operands beyond the op's own (outer
     # values a region reads implicitly).  Most ops have neither: they share
@@ -154,7 +223,9 @@ class Columns:
     Python object again.  Rows filled out of id order (a tuple's elements, an
     op's callees and captures) are (owner, item) pairs in the order met.
     Plain lists, not arrays: a list's ``append`` is the cheapest call in the
-    walk, which makes them once per op, and the hand-over packs each in one go.
+    walk (an array's costs ~15 times more), which makes them once per op, and
+    each entry is an int object the graph holds anyway (an id, a code).  The
+    operand rows are the exception, listed once the walk is over.
     """
 
     # Per value.  ``shape``: its row of the shape table (0: not an array).
@@ -166,11 +237,12 @@ class Columns:
     element_item: list[int] = field(default_factory=list)
     buffer_value: list[int] = field(default_factory=list)
     buffer_item: list[int] = field(default_factory=list)
-    # Per instruction.  ``op``: its name's number in ``op_names``.
+    # Per instruction.  ``op``: its name's number in ``op_names``.  The operand
+    # rows are int32 arrays (``list_operands``).
     comp: list[int] = field(default_factory=list)
     op: list[int] = field(default_factory=list)
-    op_start: list[int] = field(default_factory=lambda: [0])
-    op_items: list[int] = field(default_factory=list)
+    op_start: array = field(default_factory=lambda: array("i", [0]))
+    op_items: array = field(default_factory=lambda: array("i"))
     callee_owner: list[int] = field(default_factory=list)
     callee_item: list[int] = field(default_factory=list)
     capture_owner: list[int] = field(default_factory=list)
@@ -197,6 +269,15 @@ class Columns:
             self.shape_start.append(len(self.shape_items))
         return code
 
+    def list_operands(self, instrs: list["Instruction"]) -> None:
+        """The operand rows, read off every instruction's operands once the walk
+        made them all: a pass in C over the lists, where appending to the rows
+        in the walk cost two calls per op, and an int object per row end."""
+        operands = list(map(attrgetter("operands"), instrs))
+        self.op_start = array("i", [0])
+        self.op_start.extend(accumulate(map(len, operands)))
+        self.op_items = array("i", chain.from_iterable(operands))
+
     def code_of_op(self, name: str) -> int:
         code = self.op_code.get(name)
         if code is None:
@@ -222,11 +303,12 @@ class Graph:
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     columns: Columns = field(default_factory=Columns)
+    use_rows: UseRows = field(default_factory=UseRows)  # every value's uses (Value.uses)
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
         """A new value; ``shape``: its row of the columns' shape table."""
         vid = len(self.values)
-        v = Value(vid, kind, element, dims, producer, index, vid, [], None, len(dims), kind == ARRAY)
+        v = Value(vid, kind, element, dims, producer, index, vid, self.use_rows, None, len(dims), kind == ARRAY)
         self.values.append(v)
         c = self.columns
         c.producer.append(producer)
@@ -246,8 +328,6 @@ class Graph:
         c = self.columns
         c.comp.append(comp)
         c.op.append(c.code_of_op(op))
-        c.op_items.extend(operands)
-        c.op_start.append(len(c.op_items))
         return ins
 
     def leaves(self, vid: int) -> list[int]:

@@ -19,8 +19,8 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, Value, location_text,
-                    shape_text)
+from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, SharedAttrs, Value,
+                    location_text, own_attrs, shape_text)
 from .hlo_metadata import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
@@ -97,6 +97,16 @@ def _facts_of(name: str) -> tuple[Any, bool, str, str | None]:
     short = name.split(".", 1)[-1]
     tuple_kind = "get" if name.endswith(".get_tuple_element") else "make" if name.endswith(".tuple") else ""
     return rule_for(name), name == "func.call" or short in _EXTRACTED, tuple_kind, _ONE_ATTRIBUTE.get(short)
+
+
+def _never_has_regions(op: ir.Operation) -> bool:
+    """Whether no op of this one's name can hold a region: its registered
+    definition says exactly none (``_ODS_REGIONS``, the generated bindings'
+    (count, fixed) pair).  An unregistered op has no such class and says
+    nothing, so each of its ops is asked; asking every op cost two bindings
+    calls per op."""
+    cls = type(op.opview)
+    return cls is not ir.OpView and getattr(cls, "_ODS_REGIONS", None) == (0, True)
 
 
 def _int_list(attr: ir.Attribute) -> list[int]:
@@ -284,7 +294,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool]] = {}
         self.vid: dict[ir.Value, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
@@ -298,7 +308,9 @@ class _Importer:
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
-        self.extracted: dict[tuple[str, ir.Attribute], dict[str, Any]] = {}
+        self.extracted: dict[tuple[str, ir.Attribute], SharedAttrs] = {}
+        # A parameter's attributes by its number, a root's by its terminator's name.
+        self.shared: dict[Any, SharedAttrs] = {}
 
     # -- values --------------------------------------------------------------
     def _new_value(self, v: ir.Value | None, t: ir.Type, producer: int, index: int, comp: int) -> int:
@@ -376,7 +388,7 @@ class _Importer:
         caller.captures.append(outer)  # type: ignore[union-attr]
         self.g.columns.capture_owner.append(caller.id)
         self.g.columns.capture_item.append(outer)
-        caller.attrs.setdefault("capture_params", []).append((comp, len(c.params)))
+        own_attrs(caller).setdefault("capture_params", []).append((comp, len(c.params)))
         ov = self.g.values[outer]
         p = self._instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc, None)
         p.scope = caller.scope
@@ -389,6 +401,13 @@ class _Importer:
         c.instrs.insert(len(c.params) - 1, p.id)
         self.captured[comp][vid] = pv
         return pv
+
+    def _shared_attrs(self, key: str, value: Any) -> SharedAttrs:
+        """``{key: value}``, one dict for every instruction that has it."""
+        attrs = self.shared.get((key, value))
+        if attrs is None:
+            attrs = self.shared[(key, value)] = SharedAttrs({key: value})
+        return attrs
 
     # -- structure -----------------------------------------------------------
     def run(self) -> tuple[Graph, Handles]:
@@ -441,11 +460,12 @@ class _Importer:
             _drive(self._walk_region(f.regions[0], cid))
         self._link_calls()
         self._read_entry_signature()
-        # Every value's uses, made once the walk is over (the core's order: own
+        # Every value's uses, listed once the walk is over (the core's order: own
         # operands before captures, in instruction order), then XLA's orders.
         cols = self.g.columns
-        _core.fill_uses(self.g.values, array("i", cols.op_start), array("i", cols.op_items),
-                        array("i", cols.capture_owner), array("i", cols.capture_item))
+        cols.list_operands(self.g.instrs)
+        self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
+                                             array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
@@ -499,18 +519,18 @@ class _Importer:
         self.h.regions[cid] = region
         block = region.blocks[0]
         for n, arg in enumerate(block.arguments):
-            p = self._instr("parameter", cid, [], {"number": n}, comp.name, None)
-            p.results.append(self._new_value(arg, arg.type, p.id, n, cid))
+            p = self._instr("parameter", cid, [], self._shared_attrs("number", n), comp.name, None)
+            p.results = [self._new_value(arg, arg.type, p.id, n, cid)]  # at its size, not room for four
             comp.params.append(p.id)
             comp.instrs.append(p.id)
         results = yield self._walk_ops(block, cid)
         if results is not None:
             terminator, root_operands = results
             self.h.terminators[cid] = terminator
-            root = self._instr("root", cid, root_operands, {"op": terminator.name},
+            root = self._instr("root", cid, root_operands, self._shared_attrs("op", terminator.name),
                                terminator.location, terminator)
         else:
-            root = self._instr("root", cid, [], {"op": "none"}, comp.name, None)
+            root = self._instr("root", cid, [], self._shared_attrs("op", "none"), comp.name, None)
         comp.root = root.id
         comp.instrs.append(root.id)
 
@@ -524,9 +544,9 @@ class _Importer:
         tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
         hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
+        use_rows = g.use_rows
         cols = g.columns
         col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
-        op_start, op_items = cols.op_start, cols.op_items
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.
         ops = [op.operation for op in block.operations]
@@ -540,7 +560,8 @@ class _Importer:
                 vid[op.results[0]] = vid[op.operands[0]]
                 self.stale_copies.append(op)
                 continue
-            operands = [i if value_comp[i] == cid else capture(i, cid) for i in map(vid.__getitem__, op.operands)]
+            # Sliced to its size: a list that grew by appends keeps room for four.
+            operands = [i if value_comp[i] == cid else capture(i, cid) for i in map(vid.__getitem__, op.operands)][:]
             if position == last and _is_terminator(name):
                 return op, operands
             if name == "func.call" and self.inline:
@@ -550,39 +571,39 @@ class _Importer:
                 continue
             facts = op_facts.get(name)
             if facts is None:
-                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name))
+                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name), _never_has_regions(op))
             # Every instruction of one op name holds the same string, not a copy per op.
-            rule, needs, tuple_kind, keyed_by, name, code = facts
+            rule, needs, tuple_kind, keyed_by, name, code, no_regions = facts
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
                 key = (name, op.attributes[keyed_by])
                 extracted = self.extracted.get(key)
                 if extracted is None:
-                    extracted = self.extracted[key] = _extract(op, name)
-                # Ops of one name and attribute share its facts (nothing writes
-                # them after the import); a region op gets its own dict, as its
-                # regions' captures add bookkeeping to it.
-                attrs = dict(extracted) if len(op.regions) else extracted
+                    extracted = self.extracted[key] = SharedAttrs(_extract(op, name))
+                # Ops of one name and attribute share its facts (a region op
+                # whose regions capture values gets its own dict, own_attrs).
+                attrs = extracted
             else:
-                attrs = _extract(op, name) if needs else {}
+                attrs = _extract(op, name) if needs else _NO_ATTRS
+                if not attrs:
+                    attrs = _NO_ATTRS
             if self.given_layouts and len(op.results) == 1:
                 given = _given_layout(op)
                 if given is not None:
                     attrs = {**attrs, "given_layout": given}
             # Graph.add_instr, written out: this runs once per op.
             iid = len(instrs)
-            ins = Instruction(iid, name, cid, operands, [], attrs, op.location, (), (), scope)
+            # Its results are listed once its regions are walked (their values come first).
+            ins = Instruction(iid, name, cid, operands, None, attrs, op.location, (), (), scope)  # type: ignore[arg-type]
             instrs.append(ins)
             hops.append(op)
             comp_instrs.append(iid)
             col_comp.append(cid)
             col_op.append(code)
-            op_items.extend(operands)
-            op_start.append(len(op_items))
             if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
-            if len(op.regions):
+            if not no_regions and len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
                     if len(region.blocks) == 0:
@@ -599,20 +620,26 @@ class _Importer:
                     cols.callee_owner.append(iid)
                     cols.callee_item.append(child)
                     yield self._walk_region(region, child)
-            results = ins.results
-            for r, res in enumerate(op.results):
+            # The results list is made at its size (one appended to keeps room
+            # for four): most ops have one result, of a type already decoded.
+            op_results = op.results
+            if len(op_results) == 1:
+                res = op_results[0]
                 t = res.type
                 known = tensor_types.get(t)
                 if known is not None:  # Graph.add_value for a known tensor type, written out
                     n = len(values)
-                    values.append(Value(n, ARRAY, known[0], known[1], iid, r, n, [], None, known[2], True))
+                    values.append(Value(n, ARRAY, known[0], known[1], iid, 0, n, use_rows, None, known[2], True))
                     col_producer.append(iid)
                     col_shape.append(known[3])
                     vid[res] = n
                     value_comp.append(cid)
-                    results.append(n)
+                    results = [n]
                 else:
-                    results.append(self._new_value(res, t, iid, r, cid))
+                    results = [self._new_value(res, t, iid, 0, cid)]
+            else:
+                results = [self._new_value(res, res.type, iid, r, cid) for r, res in enumerate(op_results)]
+            ins.results = results
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
@@ -697,7 +724,7 @@ class _Importer:
             for p, a in zip(comp.params, arg_attrs):
                 text = a.get(HLO_PARAMETER_LAYOUT)
                 if text is not None:
-                    self.g.instrs[p].attrs["given_layout"] = L.intern(int(x) for x in text.split(",") if x)
+                    own_attrs(self.g.instrs[p])["given_layout"] = L.intern(int(x) for x in text.split(",") if x)
         for i, a in enumerate(arg_attrs):
             alias = a.get("tf.aliasing_output")
             if alias is not None:
@@ -860,6 +887,8 @@ def _flatten_calls(funcs: list[ir.Operation], entry: str, calls: dict[str, list[
 
 
 _NO_TYPE: Any = None
+# The attributes of every op the rules read none of.
+_NO_ATTRS = SharedAttrs()
 
 
 def _is_terminator(name: str) -> bool:

@@ -80,3 +80,35 @@ def test_handles_find_the_mlir_value_of_every_graph_value() -> None:
     captured = [i for i in g.instrs if i.op == "parameter" and "capture" in i.attrs]
     elements = [e for v in g.values if v.elements for e in v.elements]
     assert seen > 10 and captured and elements
+
+
+# An unregistered op with a region, beside one without: the op's name says
+# nothing about its regions, so the walk must ask each op.
+UNREGISTERED_REGIONS = """
+func.func @main(%x: tensor<4xf32>, %p: tensor<i32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %a = "foo.bar"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = "foo.bar"(%a) ({
+    %n = stablehlo.negate %x : tensor<4xf32>
+    stablehlo.return %n : tensor<4xf32>
+  }) : (tensor<4xf32>) -> tensor<4xf32>
+  %c = "stablehlo.case"(%p) ({
+    stablehlo.return %b : tensor<4xf32>
+  }) : (tensor<i32>) -> tensor<4xf32>
+  return %a, %b, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+def test_regions_are_found_on_ops_whose_definition_allows_them() -> None:
+    from stablehlo_layout.importer import _never_has_regions
+
+    module = load_text(UNREGISTERED_REGIONS)
+    ops = [op.operation for op in module.body.operations[0].regions[0].blocks[0].operations]
+    assert [op.name for op in ops] == ["foo.bar", "foo.bar", "stablehlo.case", "func.return"]
+    assert [_never_has_regions(op) for op in ops] == [False, False, False, True]
+    g, _ = import_module(module)
+    walked = {g.instrs[c.caller].op: [g.instrs[i].op for i in c.instrs] for c in g.comps if c.caller is not None}
+    # Each region reads one outer value, through a capture parameter.
+    assert walked == {"foo.bar": ["parameter", "stablehlo.negate", "root"], "stablehlo.case": ["parameter", "root"]}
+    negate = next(ins for ins in g.instrs if ins.op == "stablehlo.negate")
+    assert g.instrs[g.values[negate.operands[0]].producer].attrs["capture"] == 0  # %x
