@@ -83,14 +83,23 @@ class _Attrs:
         return a
 
 
-def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list[InsertedCopy]:
+def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles, *, names: bool = True) -> list[InsertedCopy]:
+    """Write ``a`` into ``module``; return the copies made.
+
+    ``names``: each copy is named after the edge it serves, as its location
+    and in ``InsertedCopy.name``.  Without them (for a caller that prints
+    the module without locations and reads no copy's name) a copy takes its
+    consumer's location: the printed text is the same, and the names, which
+    format two locations per copy (~40 us each for a ``jax.export`` call
+    stack), are never made.
+    """
     g = a.graph
     cache = _Attrs()
     op = module.operation if isinstance(module, ir.Module) else module
     with op.context:
         _annotate_ops(g, a, h, cache)
         _annotate_inlined_calls(g, a, h, cache)
-        copies = _insert_copies(g, a, h, cache)
+        copies = _insert_copies(g, a, h, cache, names)
         _write_entry(op, g, a, h, cache)
         erased = _fold_identical_clones(op, h, a)
     # A clone folded into an identical one took its copies with it.
@@ -123,7 +132,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
 
 
-def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
+def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bool) -> list[InsertedCopy]:
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
     # (capture parameter, function) -> the MLIR value that now stands for it there.
@@ -134,15 +143,18 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
         v = g.values[vid]
         if group.in_place:
-            made.append(_insert_in_place_copy(g, h, cache, group.edges[0]))
+            made.append(_insert_in_place_copy(g, h, cache, group.edges[0], names))
             continue
         source = _visible(g, h, current, v, scope)
-        _name_quickly(g.instrs[v.producer])
-        _name_quickly(g.instrs[edges[0].consumer])
-        name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
-        loc = ir.Location.name(name, childLoc=child)
+        if names:
+            _name_quickly(g.instrs[v.producer])
+            _name_quickly(g.instrs[edges[0].consumer])
+            name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
+            loc = ir.Location.name(name, childLoc=child)
+        else:
+            name, loc = "", child
         inside = edges[0].inside
         where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
                  else _right_after(source, starts))
@@ -179,7 +191,7 @@ def _name_quickly(ins: Instruction) -> None:
             ins.where = name
 
 
-def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge) -> InsertedCopy:
+def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge, names: bool) -> InsertedCopy:
     """XLA's copy in front of an operand the custom call overwrites (aliasing.py).
 
     It reads what the call reads now (the value, or the relayout copy made
@@ -190,8 +202,11 @@ def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge) -> I
     consumer_op = h.ops[e.consumer]
     assert consumer_op is not None
     source = consumer_op.operands[e.operand]
-    name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
-    loc = ir.Location.name(name, childLoc=consumer_op.location)
+    if names:
+        name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
+        loc = ir.Location.name(name, childLoc=consumer_op.location)
+    else:
+        name, loc = "", consumer_op.location
     with ir.InsertionPoint(consumer_op):
         attrs = {
             "xla_shape": cache.string(shape_text(v, e.dst)),
