@@ -53,6 +53,7 @@ class _Attrs:
         # an array of that shape: a large module has a few hundred, shared by
         # every op and copy of that shape.
         self.shapes: dict[tuple, tuple[ir.Attribute, ir.Attribute]] = {}
+        self.copies: dict[tuple, dict[str, ir.Attribute]] = {}
 
     def array(self, v: Value, lay: L.Layout | None) -> tuple[ir.Attribute, ir.Attribute]:
         """The ``xla_shape`` and ``result_layout`` attributes of array value ``v`` laid out as ``lay``."""
@@ -69,6 +70,15 @@ class _Attrs:
             a = ir.Attribute.parse(f"dense<{body}> : tensor<{len(lay)}xindex>")
             self.dense[lay] = a
         return a
+
+    def copy_attributes(self, v: Value, lay: L.Layout) -> dict[str, ir.Attribute]:
+        """The attributes of a relayout copy of array value ``v`` to ``lay``: one dict per shape and layout."""
+        key = (v.element, v.dims, lay)
+        attrs = self.copies.get(key)
+        if attrs is None:
+            shape, layout = self.array(v, lay)
+            attrs = self.copies[key] = {"xla_shape": shape, "result_layout": layout, COPY_MARK: self.unit()}
+        return attrs
 
     def unit(self) -> ir.Attribute:
         a = self.strings.get("")
@@ -145,7 +155,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bo
         if group.in_place:
             made.append(_insert_in_place_copy(g, h, cache, group.edges[0], names))
             continue
-        source = _visible(g, h, current, v, scope)
+        source, defined_by = _visible(g, h, current, v, scope)
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
         if names:
@@ -156,13 +166,15 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bo
         else:
             name, loc = "", child
         inside = edges[0].inside
-        where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
-                 else _right_after(source, starts))
-        shape, layout = cache.array(v, dst)
-        attrs = {"xla_shape": shape, "result_layout": layout, COPY_MARK: cache.unit()}
+        if inside is not None:
+            where = _block_start(h.regions[inside].blocks[0], starts)
+        elif defined_by is not None:  # known already: asking the value for its owner makes an OpView (~0.5 us)
+            where = ir.InsertionPoint.after(defined_by)
+        else:
+            where = _right_after(source, starts)
         cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
-                                 attributes=attrs, loc=loc, ip=where)
-        new = cp.results[0]
+                                 attributes=cache.copy_attributes(v, dst), loc=loc, ip=where)
+        new = cp.result
         for e in edges:
             _redirect(g, h, e, source, new, current)
         made.append(InsertedCopy(vid, edges[0].src, dst, edges, name))
@@ -239,17 +251,20 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
     return ir.InsertionPoint.after(value.owner)
 
 
-def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value, scope: str) -> ir.Value:
-    """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
+def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value,
+             scope: str) -> tuple[ir.Value, ir.Operation | None]:
+    """The MLIR value that stands for graph value ``v`` inside function ``scope``, and the op
+    whose result it is where that op is at hand (None: a block argument, or not known here)."""
     while True:  # a loop, not recursion: captures chain through every enclosing region
         if (v.id, scope) in current:
-            return current[(v.id, scope)]
+            return current[(v.id, scope)], None
         views = h.views.get((v.id, scope))
         if views:
-            return views[0]
+            return views[0], None
         handle = h.value(g, v.id)
         if handle is not None:
-            return handle
+            producer = g.instrs[v.producer]
+            return handle, (None if producer.op == "parameter" else h.ops[producer.id])
         # A capture parameter: the outer value, as seen from the enclosing level.
         v = g.values[g.instrs[v.producer].attrs["capture"]]
 
