@@ -41,12 +41,15 @@ def _fail(path: str, error: OSError) -> OutputError:
     return OutputError(shown, f"cannot write output: {_reason(error)}")
 
 
-def _write_all(fd: int, data: bytes | Iterable[bytes]) -> None:
-    for piece in (data,) if isinstance(data, bytes) else data:
-        view = memoryview(piece)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+def _pieces(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    return (data,) if isinstance(data, bytes) else data
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def same_file(a: str, b: str) -> bool:
@@ -89,7 +92,8 @@ def _write_in_place(path: str, target: str, data: bytes | Iterable[bytes]) -> No
     except OSError as e:
         raise _fail(path, e) from None
     try:
-        _write_all(fd, data)
+        for piece in _pieces(data):
+            _write_all(fd, piece)
     except OSError as e:
         raise _fail(path, e) from None
     finally:
@@ -104,7 +108,8 @@ def _replace(path: str, target: str, data: bytes | Iterable[bytes], mode: int | 
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            _write_all(fd, data)
+            for piece in _pieces(data):
+                _write_all(fd, piece)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -137,7 +142,7 @@ def _write_stdout(data: bytes | Iterable[bytes]) -> None:
     try:
         sys.stdout.flush()
         out = sys.stdout.buffer
-        for piece in (data,) if isinstance(data, bytes) else data:
+        for piece in _pieces(data):
             out.write(piece)
         out.flush()
     except OSError as e:
