@@ -24,8 +24,8 @@ func.func public @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 def _broken_rewrite(real):
     """The real rewrite, then a bug of ours: a ``func.return`` in the middle of @main."""
 
-    def rewrite(module, a, h):
-        copies = real(module, a, h)
+    def rewrite(module, a, h, **options):
+        copies = real(module, a, h, **options)
         op = module.operation if isinstance(module, ir.Module) else module
         main = op.regions[0].blocks[0].operations[0]
         block = main.regions[0].blocks[0]
