@@ -61,7 +61,7 @@ def propagate(s: State) -> None:
 def rewrite(s: State) -> None:
     from stablehlo_layout.rewrite import rewrite as rewrite_module
 
-    s.copies = rewrite_module(s.module, s.assignment, s.handles)
+    s.copies = rewrite_module(s.module, s.assignment, s.handles, names=False)  # as the command, without debuginfo
 
 
 def print_(s: State) -> None:

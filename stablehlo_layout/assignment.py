@@ -113,7 +113,8 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
 
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False,
-                  exact: bool = False, gpu: str | None = None, *, check: bool = True) -> LayoutResult:
+                  exact: bool = False, gpu: str | None = None, *, check: bool = True,
+                  names: bool = True) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided.
 
     ``gpu`` names the device of ``target="xla-gpu"`` (a shipped GPU name or a
@@ -124,12 +125,17 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
 
     The rewritten module is verified (``check_output``) unless ``check`` is
     False: then the caller must verify it before handing it on, as the
-    command does through its printer (``mlir.final_text_bytes``).
+    command does through its printer (``mlir.final_text``).
+
+    With ``names`` False the copies carry no names (``InsertedCopy.name`` is
+    empty, each copy has its consumer's location): for a caller that prints
+    the module without locations, as the command does without
+    ``--mlir-print-debuginfo`` (``rewrite.rewrite``).
     """
     with quiet_gc():
         tgt, graph, handles, warnings = _import(module, target, gpu)
         assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
-        copies = rewrite(module, assignment, handles)
+        copies = rewrite(module, assignment, handles, names=names)
     if check:
         check_output(module)
     result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)

@@ -19,10 +19,13 @@ import re
 import signal
 import sys
 import threading
-from typing import Any, Callable, NoReturn, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
 
 from .errors import InputError, OptionError, PassError, UserTargetError
 from .options import ENTRY_MODES
+
+if TYPE_CHECKING:
+    from .mlir import PrintedModule
 
 # Set to show a user target's traceback, as --debug does.
 DEBUG_ENV = "STABLEHLO_LAYOUT_DEBUG"
@@ -99,7 +102,8 @@ def _assign(args: argparse.Namespace) -> int:
     target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
     ctx = mlir.make_context()
     module, _sources = _read_program(args, ctx, target)
-    result = assign_module(module, target, args.entry_layouts, check=False)
+    # The copies' names show only as locations, which only --mlir-print-debuginfo prints.
+    result = assign_module(module, target, args.entry_layouts, check=False, names=args.mlir_print_debuginfo)
     notes, depth = [warning, *result.warnings], result.graph.region_depth
     # Nothing below needs the pass's answer.  The assignment's tables go before
     # the printer allocates on top of them (8 MB and ~6 ms at 43k instructions:
@@ -109,15 +113,16 @@ def _assign(args: argparse.Namespace) -> int:
     result.copies = []  # their edges read their demands from the engine's store, which this lets go
     # Nothing reads the module after printing.  The printer verifies it first
     # (and falls back to the generic form if that fails): that is the output
-    # check, which assign_module would otherwise have run once more.
-    text = mlir.final_text_bytes(module, debuginfo=args.mlir_print_debuginfo)
-    if mlir.printed_generic(text):
-        check_output(module)  # the verifier's own first diagnostic
-        raise PassError("internal error: the rewritten module printed in MLIR's generic form; "
-                        "please report this with the input")
-    for note in filter(None, notes):
-        print(note, file=sys.stderr)
-    _emit(args, text)
+    # check, which assign_module would otherwise have run once more.  The
+    # text goes out from the printer's file in pieces, never whole in memory.
+    with mlir.final_text(module, debuginfo=args.mlir_print_debuginfo) as printed:
+        if mlir.printed_generic(printed):
+            check_output(module)  # the verifier's own first diagnostic
+            raise PassError("internal error: the rewritten module printed in MLIR's generic form; "
+                            "please report this with the input")
+        for note in filter(None, notes):
+            print(note, file=sys.stderr)
+        _emit(args, printed)
     mlir.discard(module, depth)
     return 0
 
@@ -216,11 +221,17 @@ def _analysis(args: argparse.Namespace, trace: bool):
     return assignment, sources
 
 
-def _emit(args: argparse.Namespace, text: str | bytes) -> None:
+def _emit(args: argparse.Namespace, text: "str | bytes | PrintedModule") -> None:
     from .output import write_output
 
-    data = text.encode() if isinstance(text, str) else text
     sink = getattr(args, "sink", None)
+    if isinstance(text, (str, bytes)):
+        data = text.encode() if isinstance(text, str) else text
+    elif sink is not None:
+        data = text.read()
+    else:
+        write_output(args.output, text.chunks())  # a printed module, straight from the printer's file
+        return
     if sink is not None:  # one of several modules: the caller writes them all at once
         sink.append(data)
         return

@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import BinaryIO
 from dataclasses import dataclass
 
 from jaxlib.mlir import ir
@@ -124,60 +125,112 @@ _DUMP_HEADER = b"// -----// IR Dump After "
 
 
 def final_text_bytes(module: ir.Module, debuginfo: bool = False) -> bytes:
-    """The same bytes as `module_text_bytes`, printed through a C++ file stream.
+    """The same bytes as `module_text_bytes`, printed through a C++ file stream (`final_text`)."""
+    with final_text(module, debuginfo) as printed:
+        return printed.read()
+
+
+class PrintedModule:
+    """A printed module, read out of the file the printer wrote it to, in one go or in pieces.
+
+    The command copies it to its output in pieces: holding the whole text
+    (33 MB at 170k instructions) on top of the module was the command's
+    peak memory.
+    """
+
+    CHUNK = 1 << 20
+
+    def __init__(self, file: BinaryIO, start: int, size: int) -> None:
+        self._file, self._start, self.size = file, start, size
+
+    def read(self) -> bytes:
+        self._file.seek(self._start)
+        return self._file.read(self.size)
+
+    def chunks(self) -> Iterator[bytes]:
+        """The text in pieces of at most ``CHUNK`` bytes, in order."""
+        self._file.seek(self._start)
+        left = self.size
+        while left > 0:
+            piece = self._file.read(min(left, self.CHUNK))
+            if not piece:
+                raise PassError("internal error: the printed module ended early while it was copied out")
+            left -= len(piece)
+            yield piece
+
+    def lines(self) -> Iterator[bytes]:
+        """The text line by line (each with its newline, the last one maybe without)."""
+        self._file.seek(self._start)
+        left = self.size
+        while left > 0:
+            line = self._file.readline(left)
+            if not line:
+                return
+            left -= len(line)
+            yield line
+
+
+@contextlib.contextmanager
+def final_text(module: ir.Module, debuginfo: bool = False) -> Iterator[PrintedModule]:
+    """The module printed as `module_text_bytes` prints it, through a C++ file stream.
 
     The bindings' printer hands every token to a Python callback (their
     stream is unbuffered), which made printing cost more than parsing: 2.2 s
     for 170k ops.  A pass manager's IR printer writes through LLVM's buffered
     file stream instead (0.9 s), so the module is printed by running a pass
-    that does nothing with IR printing into a temporary directory.
+    that does nothing with IR printing into a temporary directory, which
+    lives as long as the context.
 
     Call it last: running a pass manager invalidates the Python handles to
     the module's ops.  Where no temporary directory can be written, the
-    module is printed the slow way; the bytes are the same.
+    module is printed the slow way, into memory; the bytes are the same.
     """
+    with contextlib.ExitStack() as stack:
+        try:
+            printed = _print_into_folder(module, debuginfo, stack)
+        except OSError:
+            # Not told it is verified: this printer too verifies first (printed_generic).
+            text = module_text_bytes(module, debuginfo)
+            printed = PrintedModule(io.BytesIO(text), 0, len(text))
+        yield printed
+
+
+def _print_into_folder(module: ir.Module, debuginfo: bool, stack: contextlib.ExitStack) -> PrintedModule:
+    """`final_text`'s pass-manager print; the folder and the open dump belong to ``stack``."""
     import glob
     import tempfile
 
     from jaxlib.mlir import passmanager
 
-    try:
-        with tempfile.TemporaryDirectory(prefix="stablehlo-layout-") as folder:
-            with module.context:
-                pm = passmanager.PassManager("builtin.module")
-                pm.add(lambda op, pass_: None, name="stablehlo-layout-print")
-                pm.enable_verifier(False)  # the printer verifies the module (printed_generic)
-                pm.enable_ir_printing(print_after_all=True, enable_debug_info=debuginfo,
-                                      tree_printing_dir_path=folder)
-                pm.run(module.operation)
-            dumps = glob.glob(f"{glob.escape(folder)}/**/*.mlir", recursive=True)
-            header = text = tail = b""
-            if len(dumps) == 1:
-                # The dump is a header line, the module as the printer prints
-                # it, and two newlines: the module is read into one buffer of
-                # its own size (slicing it out of the whole dump would hold two
-                # more copies of a large module at once).
-                with open(dumps[0], "rb") as f:
-                    header = f.readline()
-                    size = os.fstat(f.fileno()).st_size - len(header)
-                    text = f.read(size - 2) if size >= 2 else b""
-                    tail = f.read()
-    except OSError:
-        # Not told it is verified: this printer too verifies first (printed_generic).
-        return module_text_bytes(module, debuginfo)
-    if len(dumps) != 1 or not header.startswith(_DUMP_HEADER) or not header.endswith(b"\n") or tail != b"\n\n":
-        raise PassError(f"internal error: the pass manager's IR printer wrote {len(dumps)} dump(s) "
-                        "or an unexpected layout")
-    return text
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="stablehlo-layout-", ignore_cleanup_errors=True))
+    with module.context:
+        pm = passmanager.PassManager("builtin.module")
+        pm.add(lambda op, pass_: None, name="stablehlo-layout-print")
+        pm.enable_verifier(False)  # the printer verifies the module (printed_generic)
+        pm.enable_ir_printing(print_after_all=True, enable_debug_info=debuginfo, tree_printing_dir_path=folder)
+        pm.run(module.operation)
+    dumps = glob.glob(f"{glob.escape(folder)}/**/*.mlir", recursive=True)
+    if len(dumps) == 1:
+        f = stack.enter_context(open(dumps[0], "rb"))
+        # The dump is a header line, the module as the printer prints it, and two newlines.
+        header = f.readline()
+        size = os.fstat(f.fileno()).st_size - len(header) - 2
+        if size >= 0 and header.startswith(_DUMP_HEADER) and header.endswith(b"\n"):
+            f.seek(len(header) + size)
+            if f.read() == b"\n\n":
+                return PrintedModule(f, len(header), size)
+    raise PassError(f"internal error: the pass manager's IR printer wrote {len(dumps)} dump(s) "
+                    "or an unexpected layout")
 
 
 # What MLIR's printer writes first when it prints a module in the generic
 # form: after alias definitions (``#loc3 = ...``, ``!t = ...``), one per line.
 _GENERIC_MODULE = re.compile(rb'(?:[#!][^\n]*\n)*"builtin\.module"\(')
+_GENERIC_START = b'"builtin.module"('
 
 
-def printed_generic(text: bytes) -> bool:
-    """Whether ``text``, printed by ``final_text_bytes``, is the module in MLIR's generic form.
+def printed_generic(text: bytes | PrintedModule) -> bool:
+    """Whether ``text``, printed by ``final_text`` (or ``final_text_bytes``), is the module in MLIR's generic form.
 
     MLIR's printer verifies what it prints unless told the IR is verified,
     which its pass manager's IR printer cannot be told, and prints the
@@ -185,7 +238,12 @@ def printed_generic(text: bytes) -> bool:
     command lets that verification check its output, instead of verifying a
     second time before printing; this says whether it failed.
     """
-    return _GENERIC_MODULE.match(text) is not None
+    if isinstance(text, bytes):
+        return _GENERIC_MODULE.match(text) is not None
+    for line in text.lines():
+        if line[:1] not in (b"#", b"!"):
+            return line.startswith(_GENERIC_START)
+    return False
 
 
 # Below this many nested regions, MLIR's own teardown is quick.

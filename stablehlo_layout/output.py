@@ -21,6 +21,7 @@ import errno
 import os
 import stat
 import sys
+from typing import Iterable
 
 from .errors import OutputError
 
@@ -40,6 +41,10 @@ def _fail(path: str, error: OSError) -> OutputError:
     return OutputError(shown, f"cannot write output: {_reason(error)}")
 
 
+def _pieces(data: bytes | Iterable[bytes]) -> Iterable[bytes]:
+    return (data,) if isinstance(data, bytes) else data
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -55,8 +60,8 @@ def same_file(a: str, b: str) -> bool:
         return False
 
 
-def write_output(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` (``-`` for stdout) as the module docstring says.
+def write_output(path: str, data: bytes | Iterable[bytes]) -> None:
+    """Write ``data`` (bytes, or pieces of them in order) to ``path`` (``-`` for stdout) as the module docstring says.
 
     Raises `OutputError`; a KeyboardInterrupt removes the temporary and propagates.
     """
@@ -80,21 +85,22 @@ def write_output(path: str, data: bytes) -> None:
     _replace(path, target, data, None if st is None else stat.S_IMODE(st.st_mode))
 
 
-def _write_in_place(path: str, target: str, data: bytes) -> None:
+def _write_in_place(path: str, target: str, data: bytes | Iterable[bytes]) -> None:
     try:
         # O_TRUNC is meaningless on a pipe or device and refused by some.
         fd = os.open(target, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise _fail(path, e) from None
     try:
-        _write_all(fd, data)
+        for piece in _pieces(data):
+            _write_all(fd, piece)
     except OSError as e:
         raise _fail(path, e) from None
     finally:
         os.close(fd)
 
 
-def _replace(path: str, target: str, data: bytes, mode: int | None) -> None:
+def _replace(path: str, target: str, data: bytes | Iterable[bytes], mode: int | None) -> None:
     directory = os.path.dirname(target) or "."
     tmp = None
     try:
@@ -102,7 +108,8 @@ def _replace(path: str, target: str, data: bytes, mode: int | None) -> None:
         try:
             if mode is not None:
                 os.fchmod(fd, mode)
-            _write_all(fd, data)
+            for piece in _pieces(data):
+                _write_all(fd, piece)
         finally:
             os.close(fd)
         os.replace(tmp, target)
@@ -131,11 +138,12 @@ def _create_temporary(directory: str) -> tuple[int, str]:
     raise FileExistsError(errno.EEXIST, "no free temporary file name", directory)
 
 
-def _write_stdout(data: bytes) -> None:
+def _write_stdout(data: bytes | Iterable[bytes]) -> None:
     try:
         sys.stdout.flush()
         out = sys.stdout.buffer
-        out.write(data)
+        for piece in _pieces(data):
+            out.write(piece)
         out.flush()
     except OSError as e:
         # Whatever is still buffered would fail again when the process exits.

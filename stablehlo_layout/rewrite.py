@@ -53,6 +53,7 @@ class _Attrs:
         # an array of that shape: a large module has a few hundred, shared by
         # every op and copy of that shape.
         self.shapes: dict[tuple, tuple[ir.Attribute, ir.Attribute]] = {}
+        self.copies: dict[tuple, dict[str, ir.Attribute]] = {}
 
     def array(self, v: Value, lay: L.Layout | None) -> tuple[ir.Attribute, ir.Attribute]:
         """The ``xla_shape`` and ``result_layout`` attributes of array value ``v`` laid out as ``lay``."""
@@ -70,6 +71,15 @@ class _Attrs:
             self.dense[lay] = a
         return a
 
+    def copy_attributes(self, v: Value, lay: L.Layout) -> dict[str, ir.Attribute]:
+        """The attributes of a relayout copy of array value ``v`` to ``lay``: one dict per shape and layout."""
+        key = (v.element, v.dims, lay)
+        attrs = self.copies.get(key)
+        if attrs is None:
+            shape, layout = self.array(v, lay)
+            attrs = self.copies[key] = {"xla_shape": shape, "result_layout": layout, COPY_MARK: self.unit()}
+        return attrs
+
     def unit(self) -> ir.Attribute:
         a = self.strings.get("")
         if a is None:
@@ -83,14 +93,23 @@ class _Attrs:
         return a
 
 
-def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles) -> list[InsertedCopy]:
+def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles, *, names: bool = True) -> list[InsertedCopy]:
+    """Write ``a`` into ``module``; return the copies made.
+
+    ``names``: each copy is named after the edge it serves, as its location
+    and in ``InsertedCopy.name``.  Without them (for a caller that prints
+    the module without locations and reads no copy's name) a copy takes its
+    consumer's location: the printed text is the same, and the names, which
+    format two locations per copy (~40 us each for a ``jax.export`` call
+    stack), are never made.
+    """
     g = a.graph
     cache = _Attrs()
     op = module.operation if isinstance(module, ir.Module) else module
     with op.context:
         _annotate_ops(g, a, h, cache)
         _annotate_inlined_calls(g, a, h, cache)
-        copies = _insert_copies(g, a, h, cache)
+        copies = _insert_copies(g, a, h, cache, names)
         _write_entry(op, g, a, h, cache)
         erased = _fold_identical_clones(op, h, a)
     # A clone folded into an identical one took its copies with it.
@@ -123,7 +142,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
 
 
-def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[InsertedCopy]:
+def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bool) -> list[InsertedCopy]:
     # Outer computations first: a copy made for a capture becomes the value
     # that nested regions see, and their own copies start from it.
     # (capture parameter, function) -> the MLIR value that now stands for it there.
@@ -134,23 +153,28 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> list[I
         vid, dst, scope, edges = group.value, group.dst, group.scope, group.edges
         v = g.values[vid]
         if group.in_place:
-            made.append(_insert_in_place_copy(g, h, cache, group.edges[0]))
+            made.append(_insert_in_place_copy(g, h, cache, group.edges[0], names))
             continue
-        source = _visible(g, h, current, v, scope)
-        _name_quickly(g.instrs[v.producer])
-        _name_quickly(g.instrs[edges[0].consumer])
-        name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
+        source, defined_by = _visible(g, h, current, v, scope)
         consumer_op = h.ops[edges[0].consumer]
         child = consumer_op.location if consumer_op is not None else ir.Location.unknown()
-        loc = ir.Location.name(name, childLoc=child)
+        if names:
+            _name_quickly(g.instrs[v.producer])
+            _name_quickly(g.instrs[edges[0].consumer])
+            name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
+            loc = ir.Location.name(name, childLoc=child)
+        else:
+            name, loc = "", child
         inside = edges[0].inside
-        where = (_block_start(h.regions[inside].blocks[0], starts) if inside is not None
-                 else _right_after(source, starts))
-        shape, layout = cache.array(v, dst)
-        attrs = {"xla_shape": shape, "result_layout": layout, COPY_MARK: cache.unit()}
+        if inside is not None:
+            where = _block_start(h.regions[inside].blocks[0], starts)
+        elif defined_by is not None:  # known already: asking the value for its owner makes an OpView (~0.5 us)
+            where = ir.InsertionPoint.after(defined_by)
+        else:
+            where = _right_after(source, starts)
         cp = ir.Operation.create("mhlo.copy", results=[source.type], operands=[source],
-                                 attributes=attrs, loc=loc, ip=where)
-        new = cp.results[0]
+                                 attributes=cache.copy_attributes(v, dst), loc=loc, ip=where)
+        new = cp.result
         for e in edges:
             _redirect(g, h, e, source, new, current)
         made.append(InsertedCopy(vid, edges[0].src, dst, edges, name))
@@ -179,7 +203,7 @@ def _name_quickly(ins: Instruction) -> None:
             ins.where = name
 
 
-def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge) -> InsertedCopy:
+def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge, names: bool) -> InsertedCopy:
     """XLA's copy in front of an operand the custom call overwrites (aliasing.py).
 
     It reads what the call reads now (the value, or the relayout copy made
@@ -190,8 +214,11 @@ def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge) -> I
     consumer_op = h.ops[e.consumer]
     assert consumer_op is not None
     source = consumer_op.operands[e.operand]
-    name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
-    loc = ir.Location.name(name, childLoc=consumer_op.location)
+    if names:
+        name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
+        loc = ir.Location.name(name, childLoc=consumer_op.location)
+    else:
+        name, loc = "", consumer_op.location
     with ir.InsertionPoint(consumer_op):
         attrs = {
             "xla_shape": cache.string(shape_text(v, e.dst)),
@@ -224,17 +251,20 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
     return ir.InsertionPoint.after(value.owner)
 
 
-def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value, scope: str) -> ir.Value:
-    """The MLIR value that stands for graph value ``v`` inside function ``scope``."""
+def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value,
+             scope: str) -> tuple[ir.Value, ir.Operation | None]:
+    """The MLIR value that stands for graph value ``v`` inside function ``scope``, and the op
+    whose result it is where that op is at hand (None: a block argument, or not known here)."""
     while True:  # a loop, not recursion: captures chain through every enclosing region
         if (v.id, scope) in current:
-            return current[(v.id, scope)]
+            return current[(v.id, scope)], None
         views = h.views.get((v.id, scope))
         if views:
-            return views[0]
+            return views[0], None
         handle = h.value(g, v.id)
         if handle is not None:
-            return handle
+            producer = g.instrs[v.producer]
+            return handle, (None if producer.op == "parameter" else h.ops[producer.id])
         # A capture parameter: the outer value, as seen from the enclosing level.
         v = g.values[g.instrs[v.producer].attrs["capture"]]
 

@@ -8,9 +8,11 @@ registers (its value ``package.module:Class``).
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 from .. import layout as L
 from ..constraints import Origin
@@ -20,12 +22,39 @@ from ..graph import shape_text
 from .base import Target
 from .generic import GenericTarget
 from .xla_cpu import XlaCpuTarget
-from .gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
-from .xla_gpu import XlaGpuTarget
 
-# The built-in targets by the name each class carries; the CLI and the pass
-# accept these besides files and entry points.
-_BUILTIN: dict[str, type[Target]] = {cls.name: cls for cls in (GenericTarget, XlaCpuTarget, XlaGpuTarget)}
+if TYPE_CHECKING:
+    from .gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
+    from .xla_gpu import XlaGpuTarget
+
+# The GPU target's rules and its GPU models (with their config-file parser)
+# are imported on first use: a CPU or generic run never reads them, and they
+# were a fifth of the command's start-up imports.
+_LAZY = {"XlaGpuTarget": ".xla_gpu", "GpuModel": ".gpu_config", "load_gpu": ".gpu_config",
+         "shipped_gpus": ".gpu_config", "DEFAULT_GPU": ".gpu_config"}
+_GPU_MODULE = __name__ + ".xla_gpu"
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def _gpu_target_class() -> type[Target]:
+    return importlib.import_module(_GPU_MODULE).XlaGpuTarget
+
+
+# The built-in targets by the name each class carries (a test holds them
+# equal); the CLI and the pass accept these besides files and entry points.
+_BUILTIN: dict[str, Callable[[], type[Target]]] = {
+    GenericTarget.name: lambda: GenericTarget,
+    XlaCpuTarget.name: lambda: XlaCpuTarget,
+    "xla-gpu": _gpu_target_class,
+}
 TARGET_NAMES = tuple(_BUILTIN)
 ENTRY_POINT_GROUP = "stablehlo_layout.targets"
 
@@ -38,7 +67,7 @@ def get_target(name: str, gpu: str | GpuModel | None = None) -> tuple[Target, st
     any other target refuses it.
     """
     if name in _BUILTIN:
-        return _instantiate(_BUILTIN[name], name, gpu), None
+        return _instantiate(_BUILTIN[name](), name, gpu), None
     path, sep, cls_name = name.rpartition(":")
     if sep and path.endswith(".py"):
         return _instantiate(_class_from_file(name, path, cls_name), name, gpu), None
@@ -229,6 +258,12 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
     return Demand.on_free_operands(d.target, tuple(slots), d.origin, d.priority)
 
 
+def _is_gpu_target(cls: type) -> bool:
+    # No class derives from XlaGpuTarget before its module is imported.
+    gpu_module = sys.modules.get(_GPU_MODULE)
+    return gpu_module is not None and issubclass(cls, gpu_module.XlaGpuTarget)
+
+
 def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> Target:
     if not (isinstance(cls, type) and issubclass(cls, Target)):
         raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
@@ -237,10 +272,13 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
         raise UserTargetError(f"target {name!r}: {old.__name__}.{_OLD_HOOK}(engine, comp) is no longer called; "
                               "a target returns Demand objects from backend_demands(view, comp) instead "
                               "(README: Targets)", TypeError(f"{old.__qualname__}.{_OLD_HOOK} is obsolete"))
-    if gpu is not None and not issubclass(cls, XlaGpuTarget):
+    is_gpu = _is_gpu_target(cls)
+    if gpu is not None and not is_gpu:
         raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
                           f"--target xla-gpu, not to target {name!r}")
-    if issubclass(cls, XlaGpuTarget):
+    if is_gpu:
+        from .gpu_config import GpuModel, load_gpu
+
         model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)  # bad configs fail here, in one line
         try:
             gpu_target = cls(gpu=model)

@@ -43,6 +43,40 @@ def test_assign_on_mlir_text_imports_neither_numpy_nor_what_it_does_not_use() ->
     assert "stablehlo_layout.jax" not in modules  # ~5 ms: an existing file is no MODULE:FUNCTION
 
 
+@pytest.mark.parametrize("target", ["generic", "xla-cpu"])
+def test_a_cpu_run_imports_no_gpu_target(target: str) -> None:
+    """The GPU target's rules and GPU models load when a GPU target is asked for, not before."""
+    out = subprocess.run([sys.executable, "-X", "importtime", *TOOL[1:], "assign", "--target", target, EXAMPLE],
+                         capture_output=True, text=True, env=ENV)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'xla_shape = "f32[4,16]{1,0}"' in out.stdout  # it did its work
+    modules = _imported(out.stderr)
+    assert "stablehlo_layout.targets.xla_cpu" in modules
+    assert not modules & {"stablehlo_layout.targets.xla_gpu", "stablehlo_layout.targets.gpu_config"}
+
+
+def test_the_gpu_target_and_its_models_load_on_first_use() -> None:
+    out = _python("""
+        import sys
+        import stablehlo_layout.targets as t
+        assert "stablehlo_layout.targets.xla_gpu" not in sys.modules
+        target, _ = t.get_target("xla-gpu", "a100")
+        assert type(target) is t.XlaGpuTarget and target.name == "xla-gpu" == t.TARGET_NAMES[2]
+        assert isinstance(target.gpu, t.GpuModel) and t.load_gpu("a100") == target.gpu
+        assert t.DEFAULT_GPU in t.shipped_gpus()
+        from stablehlo_layout.targets import XlaGpuTarget, load_gpu  # noqa: F401
+        assert [cls.name for cls in (t.GenericTarget, t.XlaCpuTarget, t.XlaGpuTarget)] == list(t.TARGET_NAMES)
+        try:
+            t.NoSuchName
+        except AttributeError as e:
+            assert "NoSuchName" in str(e)
+        else:
+            raise AssertionError("no AttributeError")
+        print("ok")
+    """)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
 def _python(script: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
                           env=ENV, cwd=ROOT)

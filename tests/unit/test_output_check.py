@@ -24,8 +24,8 @@ func.func public @main(%x: tensor<4x8xf32>) -> tensor<8x4xf32> {
 def _broken_rewrite(real):
     """The real rewrite, then a bug of ours: a ``func.return`` in the middle of @main."""
 
-    def rewrite(module, a, h):
-        copies = real(module, a, h)
+    def rewrite(module, a, h, **options):
+        copies = real(module, a, h, **options)
         op = module.operation if isinstance(module, ir.Module) else module
         main = op.regions[0].blocks[0].operations[0]
         block = main.regions[0].blocks[0]
@@ -43,14 +43,21 @@ def test_printed_generic_tells_a_failed_verification(ctx: ir.Context, monkeypatc
         import tempfile
 
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    def generic(module, debuginfo: bool = False) -> bool:
+        """What printed_generic says of the printed file (as the command asks) and of its bytes."""
+        with mlir.final_text(module, debuginfo) as printed:
+            of_file = mlir.printed_generic(printed)
+        assert of_file == mlir.printed_generic(mlir.final_text_bytes(module, debuginfo))
+        return of_file
+
     module = load_text(TEXT, ctx=ctx)
-    assert not mlir.printed_generic(mlir.final_text_bytes(module))
-    assert not mlir.printed_generic(mlir.final_text_bytes(module, debuginfo=True))  # '#loc' aliases first
+    assert not generic(module)
+    assert not generic(module, debuginfo=True)  # '#loc' aliases first
     main = module.body.operations[0]
     with ctx, ir.Location.unknown():
         ir.Operation.create("func.return", ip=ir.InsertionPoint(main.regions[0].blocks[0].operations[0]))
-    assert mlir.printed_generic(mlir.final_text_bytes(module))
-    assert mlir.printed_generic(mlir.final_text_bytes(module, debuginfo=True))
+    assert generic(module)
+    assert generic(module, debuginfo=True)
 
 
 def test_assign_module_refuses_a_module_it_broke(monkeypatch) -> None:
