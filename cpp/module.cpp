@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "computation.h"
 #include "demands.h"
 #include "facts.h"
 #include "index.h"
@@ -574,4 +575,27 @@ NB_MODULE(_core, m) {
              c.e->events.clear();
              return out;
            });
+  // -- the per-computation steps (cpp/computation.h), on an engine
+  m.def(
+      "one_layout_per_array",
+      [](const Core& c) {
+        Flags out(c.e->p.n_comps());
+        for (int32_t k = 0; k < c.e->p.n_comps(); ++k) out[k] = slcore::one_layout_per_array(*c.e, k);
+        return out;
+      },
+      "Per computation, whether every array it makes has rank 0 or 1.");
+  m.def(
+      "default_buffers",
+      [](const Core& c, const std::vector<int64_t>& key, const Ids& comps) {
+        return rows_pair(slcore::default_buffers(*c.e, key, comps));
+      },
+      "Per computation of comps, its array buffers in buffer-id order: (start, items).");
+  m.def(
+      "lay_out_one_layout_run",
+      [](Core& c, const Ids& comps) {
+        slcore::Rows params, results;
+        slcore::lay_out_one_layout_run(*c.e, comps, params, results);
+        return nb::make_tuple(rows_pair(params), rows_pair(results));
+      },
+      "Lays out each computation of comps (one layout per array); their interfaces as rows of layout ids.");
 }

@@ -14,6 +14,7 @@ the chain from any copy back to its sources.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import compress, count
 from operator import attrgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
@@ -195,6 +196,7 @@ class Engine:
         self.branch_result_follows: dict[int, list[tuple[int, int]]] = {}
         self.another_round = False
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
+        self._steps_of: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
         if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
@@ -205,6 +207,7 @@ class Engine:
         else:
             self.rules = [target.rule(graph, ins) for ins in graph.instrs]
             rule_table = RuleTable.of_rules(self.rules)
+        self.rule_table = rule_table
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
         self.index = build_index(graph, rule_table)
@@ -213,11 +216,11 @@ class Engine:
         self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
         for iid, flat in self.index.tuple_shape_indices():
             self.leaves[iid] = flat
-        self.trivial = [self._trivial(c.id) for c in graph.comps]
+        self.trivial, self._specials = self._per_computation(rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
-        exact_, trivial = self.exact, self.trivial
-        self.active = [True] * len(graph.instrs) if exact_ else [not trivial[c] for c in graph.columns.comp]
+        reached = [not t for t in self.trivial]
+        self.active = [True] * len(graph.instrs) if self.exact else list(map(reached.__getitem__, graph.columns.comp))
         self.forwarding = rule_table.per_instruction(attrgetter("forwards"))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
@@ -298,30 +301,55 @@ class Engine:
         got = derive(self.g, self.g.instrs[iid], n, self.records.layout(output))
         return None if got is None else self.records.lid(got)
 
-    def _trivial(self, c: int) -> bool:
-        """Every array of non-entry computation ``c`` has rank 0 or 1, so one layout each.
+    def _per_computation(self, rule_table: RuleTable) -> tuple[list[bool], list[list[int]]]:
+        """Per computation, whether it is trivial, and the instructions the driver's
+        steps look at, worked out in bulk from the importer's columns.
 
-        Reducer and comparator bodies are like this.  Nothing in them can
-        differ from the default layout, and nothing they record can change a
-        caller, so the worklist has nothing to decide there.
+        Trivial: every array of a non-entry computation has rank 0 or 1, so
+        one layout each.  Reducer and comparator bodies are like this.
+        Nothing in them can differ from the default layout, and nothing they
+        record can change a caller, so the worklist has nothing to decide
+        there; an op without a known rule, a bitcast, an infeed's layouts or a
+        channel keeps its computation on the worklist (for their errors and pins).
+
+        The instructions steps 1, 2, 4 and the channel bookkeeping of
+        ``run_on_computation`` look at, in block order: parameters and the
+        root, callers, ops without a known rule, outfeed, send and bitcast, and
+        the ops with an infeed's layouts, a channel or a custom call's operand
+        layouts (all others are plain ops).
         """
         g = self.g
-        comp = g.comps[c]
-        if comp.is_entry or comp.root < 0:
-            return False
-        values = g.values
-        for iid in comp.instrs:
-            ins = g.instrs[iid]
-            rule = self.rules[iid]
-            if ins.op in ("parameter", "root"):
-                pass
-            elif (not rule.known or rule.hlo == "bitcast" or "infeed_layouts" in ins.attrs
-                    or "channel" in ins.attrs):
-                return False  # keep their errors and pins on the worklist path
-            for r in self.leaves[iid]:
-                if values[r].is_array and values[r].rank > 1:
-                    return False
-        return True
+        c = g.columns
+        n_instrs = len(g.instrs)
+        interface = [name in ("parameter", "root") for name in c.op_names]
+        of = rule_table.of
+        # Per distinct rule, then per instruction through the table: C loops, not Python ones.
+        special_rule = [not r.known or r.hlo in ("outfeed", "send", "bitcast") for r in rule_table.distinct]
+        kept_rule = [not r.known or r.hlo == "bitcast" for r in rule_table.distinct]
+        special = set(compress(count(), map(interface.__getitem__, c.op)))
+        special.update(c.callee_owner)
+        special.update(compress(count(), map(special_rule.__getitem__, of)))
+        # The importer lists every op carrying these among its attributed ones (graph.CORE_ATTRIBUTES).
+        instrs = g.instrs
+        kept: set[int] = set()
+        for i in c.attributed:
+            attrs = instrs[i].attrs
+            if "infeed_layouts" in attrs or "channel" in attrs:
+                special.add(i)
+                kept.add(i)
+            elif "operand_layouts" in attrs:
+                special.add(i)
+        kept.update(compress(count(), map(kept_rule.__getitem__, of)))
+        kept_comps = {c.comp[i] for i in kept if not interface[c.op[i]]}
+        # Arrays of rank > 1, by the shape table's rows; each value belongs to its producer's computation.
+        starts = c.shape_start
+        wide = [bool(a) and starts[k + 1] - starts[k] > 1 for k, a in enumerate(c.shape_is_array)]
+        producers = compress(c.producer, map(wide.__getitem__, c.shape))
+        wide_comps = {c.comp[i] for i in producers if 0 <= i < n_instrs}
+        trivial = [not (comp.is_entry or comp.root < 0 or comp.id in kept_comps or comp.id in wide_comps)
+                   for comp in g.comps]
+        specials = [list(filter(special.__contains__, comp.instrs)) for comp in g.comps]
+        return trivial, specials
 
     # -- setting constraints (XLA's Set*Layout, in the core) -----------------
     # ``origin`` may be an Origin or the tuple ``(rule, instr, parent[, note])``
@@ -370,7 +398,8 @@ class Engine:
         view = self.target_view
         if view is None:
             view = self.target_view = TargetView(self.g, self.rules, self.leaves, self.op_values, self.forwarding,
-                                                 self.index.post_order, self.given_params)
+                                                 self.index.post_order, self.given_params,
+                                                 self.rule_table.distinct, self.rule_table.of)
         view._at(self.current_priority, self.bc, self.oc)
         return view
 
@@ -482,6 +511,7 @@ class Engine:
             self._lay_out_trivial(c)
             return
         defaults, specials = self._comp_plan(c)
+        pins, calls, custom_calls, channels = self._step_lists(c)
 
         # 1. Values whose layouts are fixed: parameters, infeed, what send reads.
         is_entry = comp.is_entry
@@ -494,7 +524,7 @@ class Engine:
         if self.branch_param_follows or self.branch_result_follows:
             self._branch_param_follows(c, cl)
         param_layouts = dict(zip(comp.params, cl.params))
-        for iid in specials:
+        for iid in pins:
             ins = g.instrs[iid]
             if ins.op == "parameter":
                 lay = param_layouts.get(iid)
@@ -525,10 +555,8 @@ class Engine:
                 raise PassError("a bitcast already exists before layout assignment; XLA rejects "
                                 "this too: run the pass on the module before layouts were decided", ins.loc)
         # 2. Callers of computations already laid out; ops nobody knows.
-        for iid in specials:
+        for iid in calls:
             ins = g.instrs[iid]
-            if ins.op in ("parameter", "root"):
-                continue
             if ins.callees:
                 self._constrain_call_site(ins)
             if not self.rule(ins.id).known:
@@ -548,10 +576,8 @@ class Engine:
                 self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
         self.apply_demands(self.target.backend_demands(self._view_for_target(), c))
-        for iid in specials:
-            ins = g.instrs[iid]
-            if "operand_layouts" in ins.attrs:
-                self._constrain_custom_call(ins)
+        for iid in custom_calls:
+            self._constrain_custom_call(g.instrs[iid])
         self.propagate()
         if self.caller_decides:
             self._loop_state_from_initial_values(specials)
@@ -578,9 +604,9 @@ class Engine:
         if self.branch_caller_decides:
             self._push_branch_interface_into_callees(specials)
         if not g.spmd:
-            for iid in specials:
-                channel = g.instrs[iid].attrs.get("channel")
-                if channel is not None and channel not in self.channel_layouts:
+            for iid in channels:
+                channel = g.instrs[iid].attrs["channel"]
+                if channel not in self.channel_layouts:
                     lay = self._layout_of(self.leaves[iid][0])
                     if lay is not None:
                         self.channel_layouts[channel] = lay
@@ -591,24 +617,38 @@ class Engine:
         1, 2, 4 and the channel bookkeeping look at (all others are plain ops)."""
         plan = self.comp_plans.get(c)
         if plan is None:
-            g = self.g
-            values, key = g.values, self.order_key
-            comp = g.comps[c]
-            buffers = [v for iid in comp.instrs for v in self.leaves[iid]
-                       if values[v].is_array and values[v].buffer == v]
-            buffers.sort(key=key.__getitem__)  # keys are distinct within a computation
-            specials = []
-            for iid in comp.instrs:
-                ins = g.instrs[iid]
-                rule = self.rules[iid]
-                attrs = ins.attrs
-                if (ins.op in ("parameter", "root") or ins.callees or not rule.known
-                        or rule.hlo in ("outfeed", "send", "bitcast")
-                        or (attrs and ("infeed_layouts" in attrs or "channel" in attrs
-                                       or "operand_layouts" in attrs))):
-                    specials.append(iid)
-            plan = self.comp_plans[c] = (buffers, specials)
+            # Every computation the worklist runs on, in one call to the core.
+            comps = [k for k in self.comp_order if k not in self.comp_plans and not (self.trivial[k] and not self.exact)]
+            if c not in comps:
+                comps.append(c)
+            start, items = _core.default_buffers(self.core, self.order_key, comps)
+            for n, k in enumerate(comps):
+                self.comp_plans[k] = (items[start[n]:start[n + 1]], self._specials[k])
+            plan = self.comp_plans[c]
         return plan
+
+    def _step_lists(self, c: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The specials of ``c`` each step acts on, in block order: step 1's (parameters,
+        infeed, outfeed, send, channels, bitcasts), step 2's (callers, ops without a
+        known rule), step 4's (layout-constrained custom calls), and the channels."""
+        lists = self._steps_of.get(c)
+        if lists is None:
+            g, rules = self.g, self.rules
+            pins, calls, custom_calls, channels = [], [], [], []
+            for iid in self._comp_plan(c)[1]:
+                ins, rule = g.instrs[iid], rules[iid]
+                attrs = ins.attrs
+                if (ins.op == "parameter" or "infeed_layouts" in attrs or "channel" in attrs
+                        or rule.hlo in ("outfeed", "send", "bitcast")):
+                    pins.append(iid)
+                if ins.op not in ("parameter", "root") and (ins.callees or not rule.known):
+                    calls.append(iid)
+                if "operand_layouts" in attrs:
+                    custom_calls.append(iid)
+                if attrs.get("channel") is not None:
+                    channels.append(iid)
+            lists = self._steps_of[c] = (pins, calls, custom_calls, channels)
+        return lists
 
     def _lay_out_trivial(self, c: int) -> None:
         """A computation of scalars and vectors: each buffer takes its only layout."""
@@ -717,7 +757,8 @@ class Engine:
         else:
             # Reducer-style regions work on scalars; their captures keep the
             # layout the region recorded.
-            self._constrain_captures(ins, Origin("region-interface", ins.id))
+            if ins.attrs.get("capture_params"):
+                self._constrain_captures(ins, Origin("region-interface", ins.id))
 
     def _free_loop_slots(self, ins: Instruction, n_carried: int) -> list[int]:
         """XLA 0.12+'s XLA:GPU, first round: the carried slots nothing in the loop constrained.
@@ -978,9 +1019,28 @@ class Engine:
         """XLA's CalculateComputationLayout: remember the interface this round chose."""
         g = self.g
         comp = g.comps[c]
-        cl = self.comp_layouts[c]
         params = [self._layout_of(g.instrs[p].results[0]) for p in comp.params]
         results = [self._layout_of(v) if g.values[v].is_array else None for v in g.instrs[comp.root].operands]
+        self._record_interface(c, params, results)
+
+    def _lay_out_one_layout_run(self, comps: list[int]) -> None:
+        """Trivial computations, each buffer its only layout, and their interfaces, in one call to the core."""
+        (ps, pi), (rs, ri) = _core.lay_out_one_layout_run(self.core, comps)
+        if pi or ri:
+            self.records.layout(max(max(pi, default=0), max(ri, default=0)))  # every id known
+        table: list[L.Layout | None] = [*self.records.layouts, None]  # id -1: no layout
+        get, known = table.__getitem__, self.comp_layouts
+        for k, c in enumerate(comps):
+            params = list(map(get, pi[ps[k]:ps[k + 1]]))
+            results = list(map(get, ri[rs[k]:rs[k + 1]]))
+            if c not in known:
+                known[c] = ComputationLayout([None] * len(params), [None] * len(results))
+            self._record_interface(c, params, results)
+
+    def _record_interface(self, c: int, params: list[L.Layout | None], results: list[L.Layout | None]) -> None:
+        """The interface computation ``c`` laid out this round becomes its layout, where strong enough."""
+        comp = self.g.comps[c]
+        cl = self.comp_layouts[c]
         new_priority = self.current_priority + NUMBER_OF_ROUNDS
         if c in self.conditional_mismatch:
             cl.params = params  # a mismatched branch re-records its parameters every round
@@ -1003,6 +1063,15 @@ class Engine:
         g = self.g
         assert g.entry is not None
         self._seed_entry_layout()
+        # A fast run lays out each run of consecutive trivial computations in one call to the core.
+        steps: list[int | list[int]] = []
+        for c in self.comp_order:
+            if self.trivial[c] and not self.exact:
+                if not steps or steps[-1].__class__ is not list:
+                    steps.append([])
+                steps[-1].append(c)  # type: ignore[union-attr]
+            else:
+                steps.append(c)
         i = computed = 0
         changed = False
         while changed or i < NUMBER_OF_ROUNDS:
@@ -1010,8 +1079,11 @@ class Engine:
             self.core.new_round()  # the store keeps one round's constraints
             self.entry_result_pushed = False
             before = self._entry_interface()
-            for c in self.comp_order:
-                self.run_on_computation(c)
+            for step in steps:
+                if step.__class__ is list:
+                    self._lay_out_one_layout_run(step)  # type: ignore[arg-type]
+                else:
+                    self.run_on_computation(step)  # type: ignore[arg-type]
             self.current_priority += 1
             changed = self._reconcile_aliases() or self.another_round
             self.another_round = False
