@@ -14,17 +14,6 @@ void need_comp(const Engine& e, int32_t c, const char* what) {
 
 }  // namespace
 
-bool one_layout_per_array(const Engine& e, int32_t comp) {
-  need_comp(e, comp, "one_layout_per_array");
-  const FactsInput& in = e.facts.in;
-  for (const int32_t* i = e.p.instrs.begin(comp); i != e.p.instrs.end(comp); ++i) {
-    for (const int32_t* r = e.facts.leaves.begin(*i); r != e.facts.leaves.end(*i); ++r) {
-      if (in.is_array[*r] && in.rank[*r] > 1) return false;
-    }
-  }
-  return true;
-}
-
 Rows default_buffers(const Engine& e, const std::vector<int64_t>& key, const std::vector<int32_t>& comps) {
   const Program& p = e.p;
   if (static_cast<int32_t>(key.size()) != p.n_values()) {
@@ -72,6 +61,23 @@ void lay_out_one_layout_run(Engine& e, const std::vector<int32_t>& comps, Rows& 
     interface_of(e, c, ps, rs);
     params.add(ps);
     results.add(rs);
+  }
+}
+
+void pin_parameters(Engine& e, const std::vector<int32_t>& params, const std::vector<int32_t>& layouts,
+                    const std::vector<int32_t>& notes, int32_t rule, int32_t priority) {
+  if (layouts.size() != params.size() || notes.size() != params.size()) {
+    throw std::invalid_argument("pin_parameters: one layout and one note per parameter");
+  }
+  std::vector<int32_t> one(1);
+  for (size_t k = 0; k < params.size(); ++k) {
+    const int32_t i = params[k];
+    if (i < 0 || i >= e.p.n_instrs() || e.facts.in.kind[i] != kParameter) {
+      throw std::invalid_argument("pin_parameters: not a parameter instruction");
+    }
+    const int32_t made = e.prov.make(rule, i, -1, notes[k]);
+    one[0] = layouts[k];
+    e.set_instruction(one, i, true, priority, Why{kNoName, -1, -1, kNoName, made});
   }
 }
 

@@ -1,7 +1,7 @@
 // The per-computation steps of XLA's pass that need nothing from the target
-// or from Python: which computations have one possible layout per array (no
-// worklist to run), the order XLA's default loop visits a computation's
-// buffers in, laying a run of one-layout computations out, and the interface
+// or from Python: the order XLA's default loop visits a computation's
+// buffers in, laying out a run of computations whose every array
+// has one possible layout (no worklist to run there), and the interface
 // a computation records at its end (XLA's CalculateComputationLayout reads
 // it back from the buffers).
 #pragma once
@@ -13,11 +13,6 @@
 #include "propagators.h"
 
 namespace slcore {
-
-// Whether every array result leaf of computation ``comp`` has rank 0 or 1
-// (reducer and comparator bodies): then each has one layout.  The driver adds
-// its own conditions (not the entry, no op it must pin or reject).
-bool one_layout_per_array(const Engine& e, int32_t comp);
 
 // For each computation of ``comps``: its array buffers (result leaves that are
 // their own buffer) in the order of XLA's buffer ids ``key`` (order.h's
@@ -34,5 +29,14 @@ void interface_of(const Engine& e, int32_t comp, std::vector<int32_t>& params, s
 // and appends its interface, read right after, to ``params`` and ``results``
 // (one row per computation).
 void lay_out_one_layout_run(Engine& e, const std::vector<int32_t>& comps, Rows& params, Rows& results);
+
+// Step 1 for a computation's parameters, as XLA's pass pins them (its entry
+// layout, or the interface an earlier round recorded): parameter instruction
+// ``params[k]`` takes ``layouts[k]``, mandatory, at ``priority``, from a
+// record of its own (``rule``, the parameter, ``notes[k]``) made right before,
+// in order.  Throws std::invalid_argument when the arrays differ in length,
+// and the engine's DemandError for a layout the parameter cannot hold.
+void pin_parameters(Engine& e, const std::vector<int32_t>& params, const std::vector<int32_t>& layouts,
+                    const std::vector<int32_t>& notes, int32_t rule, int32_t priority);
 
 }  // namespace slcore

@@ -577,14 +577,6 @@ NB_MODULE(_core, m) {
            });
   // -- the per-computation steps (cpp/computation.h), on an engine
   m.def(
-      "one_layout_per_array",
-      [](const Core& c) {
-        Flags out(c.e->p.n_comps());
-        for (int32_t k = 0; k < c.e->p.n_comps(); ++k) out[k] = slcore::one_layout_per_array(*c.e, k);
-        return out;
-      },
-      "Per computation, whether every array it makes has rank 0 or 1.");
-  m.def(
       "default_buffers",
       [](const Core& c, const std::vector<int64_t>& key, const Ids& comps) {
         return rows_pair(slcore::default_buffers(*c.e, key, comps));
@@ -598,4 +590,10 @@ NB_MODULE(_core, m) {
         return nb::make_tuple(rows_pair(params), rows_pair(results));
       },
       "Lays out each computation of comps (one layout per array); their interfaces as rows of layout ids.");
+  m.def(
+      "pin_parameters",
+      [](Core& c, const Ids& params, const Ids& layouts, const Ids& notes, int32_t rule, int32_t priority) {
+        slcore::pin_parameters(*c.e, params, layouts, notes, rule, priority);
+      },
+      "Step 1 for parameters: each takes its layout, mandatory, from a record of its own (rule, it, note).");
 }

@@ -197,6 +197,7 @@ class Engine:
         self.another_round = False
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
         self._steps_of: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
+        self._param_notes: dict[int, list[int]] = {}  # per computation, its parameters' note ids
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
         if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
@@ -523,16 +524,11 @@ class Engine:
             self._cond_follows_body(c, cl)
         if self.branch_param_follows or self.branch_result_follows:
             self._branch_param_follows(c, cl)
-        param_layouts = dict(zip(comp.params, cl.params))
+        if params_fixed:
+            self._pin_parameters(c, cl)
         for iid in pins:
             ins = g.instrs[iid]
-            if ins.op == "parameter":
-                lay = param_layouts.get(iid)
-                if params_fixed and lay is not None:
-                    why = "entry-parameter" if is_entry else "computation-parameter"
-                    self.set_instruction_layout([lay], iid, True, self.current_priority,
-                                                Origin(why, iid, None, self._param_note(c, iid)))
-            elif "infeed_layouts" in ins.attrs:
+            if "infeed_layouts" in ins.attrs:
                 self.set_instruction_layout(ins.attrs["infeed_layouts"], iid, True, self.current_priority,
                                             Origin("infeed-layout", iid, None, "the layout the infeed carries"))
             elif self.rules[iid].hlo == "outfeed":
@@ -628,8 +624,8 @@ class Engine:
         return plan
 
     def _step_lists(self, c: int) -> tuple[list[int], list[int], list[int], list[int]]:
-        """The specials of ``c`` each step acts on, in block order: step 1's (parameters,
-        infeed, outfeed, send, channels, bitcasts), step 2's (callers, ops without a
+        """The specials of ``c`` each step acts on, in block order: step 1's after the
+        parameters (infeed, outfeed, send, channels, bitcasts), step 2's (callers, ops without a
         known rule), step 4's (layout-constrained custom calls), and the channels."""
         lists = self._steps_of.get(c)
         if lists is None:
@@ -638,8 +634,8 @@ class Engine:
             for iid in self._comp_plan(c)[1]:
                 ins, rule = g.instrs[iid], rules[iid]
                 attrs = ins.attrs
-                if (ins.op == "parameter" or "infeed_layouts" in attrs or "channel" in attrs
-                        or rule.hlo in ("outfeed", "send", "bitcast")):
+                if ins.op != "parameter" and ("infeed_layouts" in attrs or "channel" in attrs
+                                              or rule.hlo in ("outfeed", "send", "bitcast")):
                     pins.append(iid)
                 if ins.op not in ("parameter", "root") and (ins.callees or not rule.known):
                     calls.append(iid)
@@ -654,6 +650,25 @@ class Engine:
         """A computation of scalars and vectors: each buffer takes its only layout."""
         self.core.lay_out_trivial(c)
         self._record_computation_layout(c)
+
+    def _pin_parameters(self, c: int, cl: ComputationLayout) -> None:
+        """Step 1's parameters, in one call to the core: each with a layout takes it,
+        mandatory, from an origin of its own (what ``Origin(why, parameter, None,
+        note)`` would record).  Parameters come first in block order."""
+        comp = self.g.comps[c]
+        notes = self._param_notes.get(c)
+        if notes is None:
+            name = self.records.name
+            notes = self._param_notes[c] = [name(self._param_note(c, p)) for p in comp.params]
+        lid = self.records.lid
+        chosen = [k for k, lay in enumerate(cl.params[:len(comp.params)]) if lay is not None]
+        try:
+            _core.pin_parameters(self.core, [comp.params[k] for k in chosen], [lid(cl.params[k]) for k in chosen],
+                                 [notes[k] for k in chosen],
+                                 self.records.name("entry-parameter" if comp.is_entry else "computation-parameter"),
+                                 self.current_priority)
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     def _param_note(self, c: int, p: int) -> str:
         comp = self.g.comps[c]
