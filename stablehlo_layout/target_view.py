@@ -10,9 +10,10 @@ which every hook already receives; a target reads them, never writes them.)
 
 What each part is for:
 
-* ``graph``, ``rule``, ``instructions_of``, ``leaves``, ``operand_values``,
+* ``graph``, ``rule``, ``instructions_of``, ``hlos_of``, ``leaves``, ``operand_values``,
   ``forwards``, ``post_order``: the program as the engine sees it: the
-  per-op rule the target itself refined, the instructions of given HLO ops, XLA's result leaves (tuples flattened), every
+  per-op rule the target itself refined, the instructions of given HLO ops and
+  the HLO op of each of a batch of instructions, XLA's result leaves (tuples flattened), every
   operand value (implicit captures last), whether an op forwards its operand
   buffers, and XLA's post-order (XLA:GPU walks it backwards, users first).
 * ``given_params``: the entry layouts the input pinned (None: left open);
@@ -125,6 +126,11 @@ class TargetView:
         """
         wanted = [r.hlo in hlos for r in self._distinct]
         return tuple(compress(count(), map(wanted.__getitem__, self._rule_of)))
+
+    def hlos_of(self, instrs: Sequence[int]) -> tuple[str, ...]:
+        """The ``hlo`` of each instruction's rule, in the order given (one C loop, no call per instruction)."""
+        hlo = [r.hlo for r in self._distinct]
+        return tuple(map(hlo.__getitem__, map(self._rule_of.__getitem__, instrs)))
 
     def leaves(self, iid: int) -> tuple[int, ...]:
         """The result values of ``iid`` as XLA's shape indices, tuples flattened."""
