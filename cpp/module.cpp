@@ -596,4 +596,13 @@ NB_MODULE(_core, m) {
         slcore::pin_parameters(*c.e, params, layouts, notes, rule, priority);
       },
       "Step 1 for parameters: each takes its layout, mandatory, from a record of its own (rule, it, note).");
+  m.def(
+      "interface_of",
+      [](const Core& c, int32_t comp) {
+        Ids params, results;
+        slcore::interface_of(*c.e, comp, params, results);
+        return nb::make_tuple(nb::cast(params), nb::cast(results));
+      },
+      "The layout ids computation comp's parameters and (array) root operands hold now; -1 for none.");
+  m.def("layout_count", [](const Core& c) { return c.e->layouts.size(); }, "How many layouts the core has interned.");
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from itertools import compress, count
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
 
@@ -214,7 +214,7 @@ class Engine:
         self.index = build_index(graph, rule_table)
         # XLA's shape indices: per instruction, its results with tuples flattened
         # (the core flattens; most instructions have no tuple result and keep their list).
-        self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
+        self.leaves: list[list[int]] = list(map(attrgetter("results"), graph.instrs))
         for iid, flat in self.index.tuple_shape_indices():
             self.leaves[iid] = flat
         self.trivial, self._specials = self._per_computation(rule_table)
@@ -340,8 +340,11 @@ class Engine:
                 kept.add(i)
             elif "operand_layouts" in attrs:
                 special.add(i)
-        kept.update(compress(count(), map(kept_rule.__getitem__, of)))
-        kept_comps = {c.comp[i] for i in kept if not interface[c.op[i]]}
+        # Parameters and roots never keep a computation on the worklist.
+        ruled = list(compress(count(), map(kept_rule.__getitem__, of)))
+        plain_op = [not x for x in interface]
+        kept.update(compress(ruled, map(plain_op.__getitem__, map(c.op.__getitem__, ruled))))
+        kept_comps = set(map(c.comp.__getitem__, kept))
         # Arrays of rank > 1, by the shape table's rows; each value belongs to its producer's computation.
         starts = c.shape_start
         wide = [bool(a) and starts[k + 1] - starts[k] > 1 for k, a in enumerate(c.shape_is_array)]
@@ -449,10 +452,13 @@ class Engine:
         if got is None:
             name, steps = self.records.name, plan.steps
             made = list(steps.values())
+            # Thousands of steps, a few distinct ones: each distinct step's names are looked up once.
+            named = {k: (name(s.rule), name(s.note)) for k, s in dict(zip(map(id, made), made)).items()}
+            names = list(map(named.__getitem__, map(id, made)))
             got = self._plan_ids[key] = (steps, self.core.add_plan(  # keeps steps alive: its id is in the key
-                plan.comp, list(plan.late), list(steps), [s.code for s in made], [s.arg for s in made],
-                [name(s.rule) for s in made], [name(s.note) for s in made], name(plan.catch_all_rule),
-                name(plan.catch_all_note), name(plan.late_note)))
+                plan.comp, list(plan.late), list(steps), list(map(attrgetter("code"), made)),
+                list(map(attrgetter("arg"), made)), list(map(itemgetter(0), names)), list(map(itemgetter(1), names)),
+                name(plan.catch_all_rule), name(plan.catch_all_note), name(plan.late_note)))
         try:
             self.core.apply_plan(got[1], self.current_priority)
         except _core.DemandError as e:
@@ -1032,19 +1038,21 @@ class Engine:
 
     def _record_computation_layout(self, c: int) -> None:
         """XLA's CalculateComputationLayout: remember the interface this round chose."""
-        g = self.g
-        comp = g.comps[c]
-        params = [self._layout_of(g.instrs[p].results[0]) for p in comp.params]
-        results = [self._layout_of(v) if g.values[v].is_array else None for v in g.instrs[comp.root].operands]
-        self._record_interface(c, params, results)
+        params, results = _core.interface_of(self.core, c)
+        get = self._layout_table().__getitem__
+        self._record_interface(c, list(map(get, params)), list(map(get, results)))
+
+    def _layout_table(self) -> list[L.Layout | None]:
+        """Every layout by its core id, and None at index -1 (the core's "no layout")."""
+        n = _core.layout_count(self.core)
+        if n > len(self.records.layouts):
+            self.records.layout(n - 1)
+        return [*self.records.layouts, None]
 
     def _lay_out_one_layout_run(self, comps: list[int]) -> None:
         """Trivial computations, each buffer its only layout, and their interfaces, in one call to the core."""
         (ps, pi), (rs, ri) = _core.lay_out_one_layout_run(self.core, comps)
-        if pi or ri:
-            self.records.layout(max(max(pi, default=0), max(ri, default=0)))  # every id known
-        table: list[L.Layout | None] = [*self.records.layouts, None]  # id -1: no layout
-        get, known = table.__getitem__, self.comp_layouts
+        get, known = self._layout_table().__getitem__, self.comp_layouts
         for k, c in enumerate(comps):
             params = list(map(get, pi[ps[k]:ps[k + 1]]))
             results = list(map(get, ri[rs[k]:rs[k + 1]]))
