@@ -204,9 +204,10 @@ class Engine:
             table = RULES.get
             by_code = [table(op) or rule_for(op) for op in graph.columns.op_names]
             rule_table = RuleTable(by_code, graph.columns.op)
-            self.rules: list[OpRule] = list(map(by_code.__getitem__, graph.columns.op))
+            # Tuples: the target's view shares them instead of copying them.
+            self.rules: Sequence[OpRule] = tuple(map(by_code.__getitem__, graph.columns.op))
         else:
-            self.rules = [target.rule(graph, ins) for ins in graph.instrs]
+            self.rules = tuple(target.rule(graph, ins) for ins in graph.instrs)
             rule_table = RuleTable.of_rules(self.rules)
         self.rule_table = rule_table
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
@@ -214,15 +215,16 @@ class Engine:
         self.index = build_index(graph, rule_table)
         # XLA's shape indices: per instruction, its results with tuples flattened
         # (the core flattens; most instructions have no tuple result and keep their list).
-        self.leaves: list[list[int]] = list(map(attrgetter("results"), graph.instrs))
+        leaves: list[list[int]] = list(map(attrgetter("results"), graph.instrs))
         for iid, flat in self.index.tuple_shape_indices():
-            self.leaves[iid] = flat
+            leaves[iid] = flat
+        self.leaves: Sequence[list[int]] = tuple(leaves)
         self.trivial, self._specials = self._per_computation(rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
         reached = [not t for t in self.trivial]
         self.active = [True] * len(graph.instrs) if self.exact else list(map(reached.__getitem__, graph.columns.comp))
-        self.forwarding = rule_table.per_instruction(attrgetter("forwards"))
+        self.forwarding: Sequence[bool] = tuple(rule_table.per_instruction(attrgetter("forwards")))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
         self._own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
@@ -349,7 +351,10 @@ class Engine:
         starts = c.shape_start
         wide = [bool(a) and starts[k + 1] - starts[k] > 1 for k, a in enumerate(c.shape_is_array)]
         producers = compress(c.producer, map(wide.__getitem__, c.shape))
-        wide_comps = {c.comp[i] for i in producers if 0 <= i < n_instrs}
+        if c.producer and min(c.producer) >= 0:
+            wide_comps = set(map(c.comp.__getitem__, producers))
+        else:  # a value without a producer belongs to no computation
+            wide_comps = {c.comp[i] for i in producers if 0 <= i < n_instrs}
         trivial = [not (comp.is_entry or comp.root < 0 or comp.id in kept_comps or comp.id in wide_comps)
                    for comp in g.comps]
         specials = [list(filter(special.__contains__, comp.instrs)) for comp in g.comps]
@@ -643,7 +648,9 @@ class Engine:
                 if ins.op != "parameter" and ("infeed_layouts" in attrs or "channel" in attrs
                                               or rule.hlo in ("outfeed", "send", "bitcast")):
                     pins.append(iid)
-                if ins.op not in ("parameter", "root") and (ins.callees or not rule.known):
+                # A region op that captures nothing (a reducer's) has no interface to agree with.
+                if ins.op not in ("parameter", "root") and (not rule.known or ins.callees and (
+                        rule.hlo in ("call", "while", "case", "if") or attrs.get("capture_params"))):
                     calls.append(iid)
                 if "operand_layouts" in attrs:
                     custom_calls.append(iid)
