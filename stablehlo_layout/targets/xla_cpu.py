@@ -33,11 +33,11 @@ _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
 # The ops that may need more than the catch-all (a runtime kernel's row-major
-# or column-major layouts, TopK, a collective's dimension), and the reshapes
-# an XLA pass made, which come last in its instruction list.
+# or column-major layouts, TopK, a collective's dimension).  The reshapes an
+# XLA pass made, which come last in its instruction list, are found apart.
 _DOTS = frozenset({"dot", "dot_general"})
 _OTHERS = frozenset({"convolution", "custom_call", "reduce_scatter", "all_gather"})
-_SINGLED_OUT = _DOTS | _OTHERS | {"reshape"}
+_SINGLED_OUT = _DOTS | _OTHERS
 _NO_DEMAND = PlanStep(NO_DEMAND)
 _NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
 _CATCH_ALL_RULE = "target:cpu-row-major-operand"
@@ -190,7 +190,9 @@ class XlaCpuTarget(Target):
         late: dict[int, set[int]] = {}
         found = view.instructions_of(_SINGLED_OUT)  # one scan, then split by op
         hlos = view.hlos_of(found)
-        reshapes = [i for i, h in zip(found, hlos) if h == "reshape"]
+        # The importer lists every marked reshape among its attributed ops (graph.CORE_ATTRIBUTES).
+        attributed = cols.attributed
+        reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h == "reshape"]
         marks = map(methodcaller("get", "xla_pass_created"), map(attrgetter("attrs"), map(instrs.__getitem__, reshapes)))
         for iid in compress(reshapes, marks):
             late.setdefault(comp_of[iid], set()).add(iid)
