@@ -1060,10 +1060,15 @@ class Engine:
         """Trivial computations, each buffer its only layout, and their interfaces, in one call to the core."""
         (ps, pi), (rs, ri) = _core.lay_out_one_layout_run(self.core, comps)
         get, known = self._layout_table().__getitem__, self.comp_layouts
+        new_priority, mismatched = self.current_priority + NUMBER_OF_ROUNDS, self.conditional_mismatch
         for k, c in enumerate(comps):
             params = list(map(get, pi[ps[k]:ps[k + 1]]))
             results = list(map(get, ri[rs[k]:rs[k + 1]]))
             if c not in known:
+                if c not in mismatched:
+                    # What _record_interface makes of a fresh layout (its priority is the lowest).
+                    known[c] = ComputationLayout(params, results, new_priority, True, True)
+                    continue
                 known[c] = ComputationLayout([None] * len(params), [None] * len(results))
             self._record_interface(c, params, results)
 
