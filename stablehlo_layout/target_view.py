@@ -66,8 +66,8 @@ _EMPTY: Mapping = MappingProxyType({})
 class TargetView:
     """The program and the engine's facts about it, read-only (see the module docstring)."""
 
-    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order", "_given_params",
-                 "_priority", "_buffers", "_operands", "_cache")
+    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order",
+                 "_given_params", "_priority", "_buffers", "_operands", "_cache")
 
     def __init__(self, graph: "Graph", rules: Sequence["OpRule"], leaves: Sequence[Sequence[int]],
                  op_values: Sequence[Sequence["Value"]], forwarding: Sequence[bool],
