@@ -177,10 +177,11 @@ Facts build_facts(const Program& p, FactsInput given) {
   }
   f.back_edges = rows_from_pairs(nv, owner, item, "back edges");
   // What only the build reads goes now: the index holds these rows as well.
+  // The parameters stay: the computation room reads a computation's interface
+  // from them during the run (computation.cpp interface_of).
   f.in.users = Rows();
   f.in.use_operand = Rows();
   f.in.captures = Rows();
-  f.in.params = Rows();
   return f;
 }
 

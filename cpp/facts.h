@@ -80,7 +80,7 @@ struct FactsInput {
   Rows aliases, perm;  // aliases: (output index, operand) pairs; perm: transpose / broadcast dims
   std::vector<uint8_t> comp_kind;
   std::vector<int32_t> caller;
-  Rows params;  // read while the facts are built, then released
+  Rows params;  // kept: the computation room reads interfaces from it
 };
 
 struct Facts {

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "computation.h"
 #include "demands.h"
 #include "facts.h"
 #include "footprint.h"
@@ -609,4 +610,34 @@ NB_MODULE(_core, m) {
              c.e->events.clear();
              return out;
            });
+  // -- the per-computation steps (cpp/computation.h), on an engine
+  m.def(
+      "default_buffers",
+      [](const Core& c, const std::vector<int64_t>& key, const Ids& comps) {
+        return rows_pair(slcore::default_buffers(*c.e, key, comps));
+      },
+      "Per computation of comps, its array buffers in buffer-id order: (start, items).");
+  m.def(
+      "lay_out_one_layout_run",
+      [](Core& c, const Ids& comps) {
+        slcore::Rows params, results;
+        slcore::lay_out_one_layout_run(*c.e, comps, params, results);
+        return nb::make_tuple(rows_pair(params), rows_pair(results));
+      },
+      "Lays out each computation of comps (one layout per array); their interfaces as rows of layout ids.");
+  m.def(
+      "pin_parameters",
+      [](Core& c, const Ids& params, const Ids& layouts, const Ids& notes, int32_t rule, int32_t priority) {
+        slcore::pin_parameters(*c.e, params, layouts, notes, rule, priority);
+      },
+      "Step 1 for parameters: each takes its layout, mandatory, from a record of its own (rule, it, note).");
+  m.def(
+      "interface_of",
+      [](const Core& c, int32_t comp) {
+        Ids params, results;
+        slcore::interface_of(*c.e, comp, params, results);
+        return nb::make_tuple(nb::cast(params), nb::cast(results));
+      },
+      "The layout ids computation comp's parameters and (array) root operands hold now; -1 for none.");
+  m.def("layout_count", [](const Core& c) { return c.e->layouts.size(); }, "How many layouts the core has interned.");
 }

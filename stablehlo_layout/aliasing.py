@@ -44,15 +44,19 @@ def live_computations(g: "Graph") -> set[int]:
     """The computations the entry reaches (a private function nothing calls is left as written)."""
     if g.entry is None:
         return set()
+    # The calls, as the importer listed them (graph.Columns): a few per op
+    # with regions, instead of a visit of every instruction.
+    c = g.columns
+    calls: dict[int, list[int]] = {}
+    for caller, callee in zip(map(c.comp.__getitem__, c.callee_owner), c.callee_item):
+        calls.setdefault(caller, []).append(callee)
     live = {g.entry}
     stack = [g.entry]
     while stack:
-        c = stack.pop()
-        for iid in g.comps[c].instrs:
-            for callee in g.instrs[iid].callees:
-                if callee not in live:
-                    live.add(callee)
-                    stack.append(callee)
+        for callee in calls.get(stack.pop(), ()):
+            if callee not in live:
+                live.add(callee)
+                stack.append(callee)
     return live
 
 
@@ -94,9 +98,14 @@ def in_place_copies(a: "Assignment") -> list["CopyEdge"]:
     from .propagation import CopyEdge
 
     g = a.graph
-    live = live_computations(g)
     out: list[CopyEdge] = []
-    for ins in g.instrs:
+    # Only custom calls alias, and the importer lists every op with aliases
+    # among the ones carrying the core's attributes (graph.Columns.attributed).
+    calls = [ins for ins in map(g.instrs.__getitem__, g.columns.attributed) if ins.attrs.get("aliases")]
+    if not calls:
+        return out
+    live = live_computations(g)
+    for ins in calls:
         if ins.comp not in live or ins.op in ("parameter", "root"):
             continue
         for n, output in aliased_operands(g, ins.id):

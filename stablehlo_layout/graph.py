@@ -31,8 +31,12 @@ from .layout import ArrayShape, Dims, Layout
 ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
 # The attributes the engine's set-up hands the core (index.build_engine): a
 # permutation, broadcast dimensions, a dimension, a custom call's aliases, and
-# a custom call's target (the engine marks such calls layout-constrained).
-CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target"})
+# a custom call's target (the engine marks such calls layout-constrained);
+# and what the driver pins or keeps on the worklist (propagation.py's
+# _per_computation): an infeed's layouts, a channel, a custom call's operand
+# layouts; and the mark on the reshapes an XLA pass made (xla-cpu's late ones).
+CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target", "infeed_layouts", "channel",
+                             "operand_layouts", "xla_pass_created"})
 # The instruction kinds the core tells apart (cpp/facts.h, InstrKind); every op is 0.
 INSTR_KIND = {"root": 1, "parameter": 2}
 

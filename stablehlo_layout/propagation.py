@@ -14,7 +14,8 @@ the chain from any copy back to its sources.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import attrgetter
+from itertools import compress, count
+from operator import attrgetter, itemgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
 
@@ -224,30 +225,35 @@ class Engine:
         self.branch_result_follows: dict[int, list[tuple[int, int]]] = {}
         self.another_round = False
         self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
+        self._steps_of: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
+        self._param_notes: dict[int, list[int]] = {}  # per computation, its parameters' note ids
         self.comp = -1
         # Per-instruction facts the driver and targets read, computed once.
         if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
             table = RULES.get
             by_code = [table(op) or rule_for(op) for op in graph.columns.op_names]
             rule_table = RuleTable(by_code, graph.columns.op)
-            self.rules: list[OpRule] = list(map(by_code.__getitem__, graph.columns.op))
+            # Tuples: the target's view shares them instead of copying them.
+            self.rules: Sequence[OpRule] = tuple(map(by_code.__getitem__, graph.columns.op))
         else:
-            self.rules = [target.rule(graph, ins) for ins in graph.instrs]
+            self.rules = tuple(target.rule(graph, ins) for ins in graph.instrs)
             rule_table = RuleTable.of_rules(self.rules)
+        self.rule_table = rule_table
         self.target_view: TargetView | None = None  # what the target reads; made at its first call
         # The program as the compiled core holds it; the orders come from there.
         self.index = build_index(graph, rule_table)
         # XLA's shape indices: per instruction, its results with tuples flattened
         # (the core flattens; most instructions have no tuple result and keep their list).
-        self.leaves: list[list[int]] = [ins.results for ins in graph.instrs]
+        leaves: list[list[int]] = list(map(attrgetter("results"), graph.instrs))
         for iid, flat in self.index.tuple_shape_indices():
-            self.leaves[iid] = flat
-        self.trivial = [self._trivial(c.id) for c in graph.comps]
+            leaves[iid] = flat
+        self.leaves: Sequence[list[int]] = tuple(leaves)
+        self.trivial, self._specials = self._per_computation(rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
-        exact_, trivial = self.exact, self.trivial
-        self.active = [True] * len(graph.instrs) if exact_ else [not trivial[c] for c in graph.columns.comp]
-        self.forwarding = rule_table.per_instruction(attrgetter("forwards"))
+        reached = [not t for t in self.trivial]
+        self.active = [True] * len(graph.instrs) if self.exact else list(map(reached.__getitem__, graph.columns.comp))
+        self.forwarding: Sequence[bool] = tuple(rule_table.per_instruction(attrgetter("forwards")))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
         self._own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
@@ -327,30 +333,61 @@ class Engine:
         got = derive(self.g, self.g.instrs[iid], n, self.records.layout(output))
         return None if got is None else self.records.lid(got)
 
-    def _trivial(self, c: int) -> bool:
-        """Every array of non-entry computation ``c`` has rank 0 or 1, so one layout each.
+    def _per_computation(self, rule_table: RuleTable) -> tuple[list[bool], list[list[int]]]:
+        """Per computation, whether it is trivial, and the instructions the driver's
+        steps look at, worked out in bulk from the importer's columns.
 
-        Reducer and comparator bodies are like this.  Nothing in them can
-        differ from the default layout, and nothing they record can change a
-        caller, so the worklist has nothing to decide there.
+        Trivial: every array of a non-entry computation has rank 0 or 1, so
+        one layout each.  Reducer and comparator bodies are like this.
+        Nothing in them can differ from the default layout, and nothing they
+        record can change a caller, so the worklist has nothing to decide
+        there; an op without a known rule, a bitcast, an infeed's layouts or a
+        channel keeps its computation on the worklist (for their errors and pins).
+
+        The instructions steps 1, 2, 4 and the channel bookkeeping of
+        ``run_on_computation`` look at, in block order: parameters and the
+        root, callers, ops without a known rule, outfeed, send and bitcast, and
+        the ops with an infeed's layouts, a channel or a custom call's operand
+        layouts (all others are plain ops).
         """
         g = self.g
-        comp = g.comps[c]
-        if comp.is_entry or comp.root < 0:
-            return False
-        values = g.values
-        for iid in comp.instrs:
-            ins = g.instrs[iid]
-            rule = self.rules[iid]
-            if ins.op in ("parameter", "root"):
-                pass
-            elif (not rule.known or rule.hlo == "bitcast" or "infeed_layouts" in ins.attrs
-                    or "channel" in ins.attrs):
-                return False  # keep their errors and pins on the worklist path
-            for r in self.leaves[iid]:
-                if values[r].is_array and values[r].rank > 1:
-                    return False
-        return True
+        c = g.columns
+        n_instrs = len(g.instrs)
+        interface = [name in ("parameter", "root") for name in c.op_names]
+        of = rule_table.of
+        # Per distinct rule, then per instruction through the table: C loops, not Python ones.
+        special_rule = [not r.known or r.hlo in ("outfeed", "send", "bitcast") for r in rule_table.distinct]
+        kept_rule = [not r.known or r.hlo == "bitcast" for r in rule_table.distinct]
+        special = set(compress(count(), map(interface.__getitem__, c.op)))
+        special.update(c.callee_owner)
+        special.update(compress(count(), map(special_rule.__getitem__, of)))
+        # The importer lists every op carrying these among its attributed ones (graph.CORE_ATTRIBUTES).
+        instrs = g.instrs
+        kept: set[int] = set()
+        for i in c.attributed:
+            attrs = instrs[i].attrs
+            if "infeed_layouts" in attrs or "channel" in attrs:
+                special.add(i)
+                kept.add(i)
+            elif "operand_layouts" in attrs:
+                special.add(i)
+        # Parameters and roots never keep a computation on the worklist.
+        ruled = list(compress(count(), map(kept_rule.__getitem__, of)))
+        plain_op = [not x for x in interface]
+        kept.update(compress(ruled, map(plain_op.__getitem__, map(c.op.__getitem__, ruled))))
+        kept_comps = set(map(c.comp.__getitem__, kept))
+        # Arrays of rank > 1, by the shape table's rows; each value belongs to its producer's computation.
+        starts = c.shape_start
+        wide = [bool(a) and starts[k + 1] - starts[k] > 1 for k, a in enumerate(c.shape_is_array)]
+        producers = compress(c.producer, map(wide.__getitem__, c.shape))
+        if c.producer and min(c.producer) >= 0:
+            wide_comps = set(map(c.comp.__getitem__, producers))
+        else:  # a value without a producer belongs to no computation
+            wide_comps = {c.comp[i] for i in producers if 0 <= i < n_instrs}
+        trivial = [not (comp.is_entry or comp.root < 0 or comp.id in kept_comps or comp.id in wide_comps)
+                   for comp in g.comps]
+        specials = [list(filter(special.__contains__, comp.instrs)) for comp in g.comps]
+        return trivial, specials
 
     # -- setting constraints (XLA's Set*Layout, in the core) -----------------
     # ``origin`` may be an Origin or the tuple ``(rule, instr, parent[, note])``
@@ -399,7 +436,8 @@ class Engine:
         view = self.target_view
         if view is None:
             view = self.target_view = TargetView(self.g, self.rules, self.leaves, self.op_values, self.forwarding,
-                                                 self.index.post_order, self.given_params)
+                                                 self.index.post_order, self.given_params,
+                                                 self.rule_table.distinct, self.rule_table.of)
         view._at(self.current_priority, self.bc, self.oc)
         return view
 
@@ -448,10 +486,13 @@ class Engine:
         if got is None:
             name, steps = self.records.name, plan.steps
             made = list(steps.values())
+            # Thousands of steps, a few distinct ones: each distinct step's names are looked up once.
+            named = {k: (name(s.rule), name(s.note)) for k, s in dict(zip(map(id, made), made)).items()}
+            names = list(map(named.__getitem__, map(id, made)))
             got = self._plan_ids[key] = (steps, self.core.add_plan(  # keeps steps alive: its id is in the key
-                plan.comp, list(plan.late), list(steps), [s.code for s in made], [s.arg for s in made],
-                [name(s.rule) for s in made], [name(s.note) for s in made], name(plan.catch_all_rule),
-                name(plan.catch_all_note), name(plan.late_note)))
+                plan.comp, list(plan.late), list(steps), list(map(attrgetter("code"), made)),
+                list(map(attrgetter("arg"), made)), list(map(itemgetter(0), names)), list(map(itemgetter(1), names)),
+                name(plan.catch_all_rule), name(plan.catch_all_note), name(plan.late_note)))
         try:
             self.core.apply_plan(got[1], self.current_priority)
         except _core.DemandError as e:
@@ -511,6 +552,7 @@ class Engine:
             self._lay_out_trivial(c)
             return
         defaults, specials = self._comp_plan(c)
+        pins, calls, custom_calls, channels = self._step_lists(c)
 
         # 1. Values whose layouts are fixed: parameters, infeed, what send reads.
         is_entry = comp.is_entry
@@ -522,16 +564,11 @@ class Engine:
             self._cond_follows_body(c, cl)
         if self.branch_param_follows or self.branch_result_follows:
             self._branch_param_follows(c, cl)
-        param_layouts = dict(zip(comp.params, cl.params))
-        for iid in specials:
+        if params_fixed:
+            self._pin_parameters(c, cl)
+        for iid in pins:
             ins = g.instrs[iid]
-            if ins.op == "parameter":
-                lay = param_layouts.get(iid)
-                if params_fixed and lay is not None:
-                    why = "entry-parameter" if is_entry else "computation-parameter"
-                    self.set_instruction_layout([lay], iid, True, self.current_priority,
-                                                Origin(why, iid, None, self._param_note(c, iid)))
-            elif "infeed_layouts" in ins.attrs:
+            if "infeed_layouts" in ins.attrs:
                 self.set_instruction_layout(ins.attrs["infeed_layouts"], iid, True, self.current_priority,
                                             Origin("infeed-layout", iid, None, "the layout the infeed carries"))
             elif self.rules[iid].hlo == "outfeed":
@@ -554,10 +591,8 @@ class Engine:
                 raise PassError("a bitcast already exists before layout assignment; XLA rejects "
                                 "this too: run the pass on the module before layouts were decided", ins.loc)
         # 2. Callers of computations already laid out; ops nobody knows.
-        for iid in specials:
+        for iid in calls:
             ins = g.instrs[iid]
-            if ins.op in ("parameter", "root"):
-                continue
             if ins.callees:
                 self._constrain_call_site(ins)
             if not self.rule(ins.id).known:
@@ -577,10 +612,8 @@ class Engine:
                 self.entry_result_pushed = True
         # 4. Backend rules, then layout-constrained custom calls.
         self.apply_demands(self.target.backend_demands(self._view_for_target(), c))
-        for iid in specials:
-            ins = g.instrs[iid]
-            if "operand_layouts" in ins.attrs:
-                self._constrain_custom_call(ins)
+        for iid in custom_calls:
+            self._constrain_custom_call(g.instrs[iid])
         self.propagate()
         if self.caller_decides:
             self._loop_state_from_initial_values(specials)
@@ -607,9 +640,9 @@ class Engine:
         if self.branch_caller_decides:
             self._push_branch_interface_into_callees(specials)
         if not g.spmd:
-            for iid in specials:
-                channel = g.instrs[iid].attrs.get("channel")
-                if channel is not None and channel not in self.channel_layouts:
+            for iid in channels:
+                channel = g.instrs[iid].attrs["channel"]
+                if channel not in self.channel_layouts:
                     lay = self._layout_of(self.leaves[iid][0])
                     if lay is not None:
                         self.channel_layouts[channel] = lay
@@ -620,29 +653,64 @@ class Engine:
         1, 2, 4 and the channel bookkeeping look at (all others are plain ops)."""
         plan = self.comp_plans.get(c)
         if plan is None:
-            g = self.g
-            values, key = g.values, self.order_key
-            comp = g.comps[c]
-            buffers = [v for iid in comp.instrs for v in self.leaves[iid]
-                       if values[v].is_array and values[v].buffer == v]
-            buffers.sort(key=key.__getitem__)  # keys are distinct within a computation
-            specials = []
-            for iid in comp.instrs:
-                ins = g.instrs[iid]
-                rule = self.rules[iid]
-                attrs = ins.attrs
-                if (ins.op in ("parameter", "root") or ins.callees or not rule.known
-                        or rule.hlo in ("outfeed", "send", "bitcast")
-                        or (attrs and ("infeed_layouts" in attrs or "channel" in attrs
-                                       or "operand_layouts" in attrs))):
-                    specials.append(iid)
-            plan = self.comp_plans[c] = (buffers, specials)
+            # Every computation the worklist runs on, in one call to the core.
+            comps = [k for k in self.comp_order if k not in self.comp_plans and not (self.trivial[k] and not self.exact)]
+            if c not in comps:
+                comps.append(c)
+            start, items = _core.default_buffers(self.core, self.order_key, comps)
+            for n, k in enumerate(comps):
+                self.comp_plans[k] = (items[start[n]:start[n + 1]], self._specials[k])
+            plan = self.comp_plans[c]
         return plan
+
+    def _step_lists(self, c: int) -> tuple[list[int], list[int], list[int], list[int]]:
+        """The specials of ``c`` each step acts on, in block order: step 1's after the
+        parameters (infeed, outfeed, send, channels, bitcasts), step 2's (callers, ops without a
+        known rule), step 4's (layout-constrained custom calls), and the channels."""
+        lists = self._steps_of.get(c)
+        if lists is None:
+            g, rules = self.g, self.rules
+            pins, calls, custom_calls, channels = [], [], [], []
+            for iid in self._comp_plan(c)[1]:
+                ins, rule = g.instrs[iid], rules[iid]
+                attrs = ins.attrs
+                if ins.op != "parameter" and ("infeed_layouts" in attrs or "channel" in attrs
+                                              or rule.hlo in ("outfeed", "send", "bitcast")):
+                    pins.append(iid)
+                # A region op that captures nothing (a reducer's) has no interface to agree with.
+                if ins.op not in ("parameter", "root") and (not rule.known or ins.callees and (
+                        rule.hlo in ("call", "while", "case", "if") or attrs.get("capture_params"))):
+                    calls.append(iid)
+                if "operand_layouts" in attrs:
+                    custom_calls.append(iid)
+                if attrs.get("channel") is not None:
+                    channels.append(iid)
+            lists = self._steps_of[c] = (pins, calls, custom_calls, channels)
+        return lists
 
     def _lay_out_trivial(self, c: int) -> None:
         """A computation of scalars and vectors: each buffer takes its only layout."""
         self.core.lay_out_trivial(c)
         self._record_computation_layout(c)
+
+    def _pin_parameters(self, c: int, cl: ComputationLayout) -> None:
+        """Step 1's parameters, in one call to the core: each with a layout takes it,
+        mandatory, from an origin of its own (what ``Origin(why, parameter, None,
+        note)`` would record).  Parameters come first in block order."""
+        comp = self.g.comps[c]
+        notes = self._param_notes.get(c)
+        if notes is None:
+            name = self.records.name
+            notes = self._param_notes[c] = [name(self._param_note(c, p)) for p in comp.params]
+        lid = self.records.lid
+        chosen = [k for k, lay in enumerate(cl.params[:len(comp.params)]) if lay is not None]
+        try:
+            _core.pin_parameters(self.core, [comp.params[k] for k in chosen], [lid(cl.params[k]) for k in chosen],
+                                 [notes[k] for k in chosen],
+                                 self.records.name("entry-parameter" if comp.is_entry else "computation-parameter"),
+                                 self.current_priority)
+        except _core.DemandError as e:
+            raise self._demand_error(e) from None
 
     def _param_note(self, c: int, p: int) -> str:
         comp = self.g.comps[c]
@@ -746,7 +814,8 @@ class Engine:
         else:
             # Reducer-style regions work on scalars; their captures keep the
             # layout the region recorded.
-            self._constrain_captures(ins, Origin("region-interface", ins.id))
+            if ins.attrs.get("capture_params"):
+                self._constrain_captures(ins, Origin("region-interface", ins.id))
 
     def _free_loop_slots(self, ins: Instruction, n_carried: int) -> list[int]:
         """XLA 0.12+'s XLA:GPU, first round: the carried slots nothing in the loop constrained.
@@ -1005,11 +1074,37 @@ class Engine:
 
     def _record_computation_layout(self, c: int) -> None:
         """XLA's CalculateComputationLayout: remember the interface this round chose."""
-        g = self.g
-        comp = g.comps[c]
+        params, results = _core.interface_of(self.core, c)
+        get = self._layout_table().__getitem__
+        self._record_interface(c, list(map(get, params)), list(map(get, results)))
+
+    def _layout_table(self) -> list[L.Layout | None]:
+        """Every layout by its core id, and None at index -1 (the core's "no layout")."""
+        n = _core.layout_count(self.core)
+        if n > len(self.records.layouts):
+            self.records.layout(n - 1)
+        return [*self.records.layouts, None]
+
+    def _lay_out_one_layout_run(self, comps: list[int]) -> None:
+        """Trivial computations, each buffer its only layout, and their interfaces, in one call to the core."""
+        (ps, pi), (rs, ri) = _core.lay_out_one_layout_run(self.core, comps)
+        get, known = self._layout_table().__getitem__, self.comp_layouts
+        new_priority, mismatched = self.current_priority + NUMBER_OF_ROUNDS, self.conditional_mismatch
+        for k, c in enumerate(comps):
+            params = list(map(get, pi[ps[k]:ps[k + 1]]))
+            results = list(map(get, ri[rs[k]:rs[k + 1]]))
+            if c not in known:
+                if c not in mismatched:
+                    # What _record_interface makes of a fresh layout (its priority is the lowest).
+                    known[c] = ComputationLayout(params, results, new_priority, True, True)
+                    continue
+                known[c] = ComputationLayout([None] * len(params), [None] * len(results))
+            self._record_interface(c, params, results)
+
+    def _record_interface(self, c: int, params: list[L.Layout | None], results: list[L.Layout | None]) -> None:
+        """The interface computation ``c`` laid out this round becomes its layout, where strong enough."""
+        comp = self.g.comps[c]
         cl = self.comp_layouts[c]
-        params = [self._layout_of(g.instrs[p].results[0]) for p in comp.params]
-        results = [self._layout_of(v) if g.values[v].is_array else None for v in g.instrs[comp.root].operands]
         new_priority = self.current_priority + NUMBER_OF_ROUNDS
         if c in self.conditional_mismatch:
             cl.params = params  # a mismatched branch re-records its parameters every round
@@ -1032,6 +1127,15 @@ class Engine:
         g = self.g
         assert g.entry is not None
         self._seed_entry_layout()
+        # A fast run lays out each run of consecutive trivial computations in one call to the core.
+        steps: list[int | list[int]] = []
+        for c in self.comp_order:
+            if self.trivial[c] and not self.exact:
+                if not steps or steps[-1].__class__ is not list:
+                    steps.append([])
+                steps[-1].append(c)  # type: ignore[union-attr]
+            else:
+                steps.append(c)
         i = computed = 0
         changed = False
         while changed or i < NUMBER_OF_ROUNDS:
@@ -1039,8 +1143,11 @@ class Engine:
             self.core.new_round()  # the store keeps one round's constraints
             self.entry_result_pushed = False
             before = self._entry_interface()
-            for c in self.comp_order:
-                self.run_on_computation(c)
+            for step in steps:
+                if step.__class__ is list:
+                    self._lay_out_one_layout_run(step)  # type: ignore[arg-type]
+                else:
+                    self.run_on_computation(step)  # type: ignore[arg-type]
             self.current_priority += 1
             changed = self._reconcile_aliases() or self.another_round
             self.another_round = False

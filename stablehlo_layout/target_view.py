@@ -10,9 +10,10 @@ which every hook already receives; a target reads them, never writes them.)
 
 What each part is for:
 
-* ``graph``, ``rule``, ``instructions_of``, ``leaves``, ``operand_values``,
+* ``graph``, ``rule``, ``instructions_of``, ``hlos_of``, ``leaves``, ``operand_values``,
   ``forwards``, ``post_order``: the program as the engine sees it: the
-  per-op rule the target itself refined, the instructions of given HLO ops, XLA's result leaves (tuples flattened), every
+  per-op rule the target itself refined, the instructions of given HLO ops and
+  the HLO op of each of a batch of instructions, XLA's result leaves (tuples flattened), every
   operand value (implicit captures last), whether an op forwards its operand
   buffers, and XLA's post-order (XLA:GPU walks it backwards, users first).
 * ``given_params``: the entry layouts the input pinned (None: left open);
@@ -35,7 +36,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import compress, count
-from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 
@@ -66,15 +66,22 @@ _EMPTY: Mapping = MappingProxyType({})
 class TargetView:
     """The program and the engine's facts about it, read-only (see the module docstring)."""
 
-    __slots__ = ("_graph", "_rules", "_leaves", "_op_values", "_forwarding", "_post_order", "_given_params",
-                 "_priority", "_buffers", "_operands", "_cache")
+    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order",
+                 "_given_params", "_priority", "_buffers", "_operands", "_cache")
 
     def __init__(self, graph: "Graph", rules: Sequence["OpRule"], leaves: Sequence[Sequence[int]],
                  op_values: Sequence[Sequence["Value"]], forwarding: Sequence[bool],
-                 post_order: Callable[[int], Sequence[int]], given_params: Sequence[Layout | None]) -> None:
+                 post_order: Callable[[int], Sequence[int]], given_params: Sequence[Layout | None],
+                 distinct: Sequence["OpRule"] | None = None, rule_of: Sequence[int] | None = None) -> None:
+        """``distinct`` and ``rule_of``: the few distinct rules and each instruction's
+        number among them (``rules[i] is distinct[rule_of[i]]``), where the engine has them."""
         put = object.__setattr__
         put(self, "_graph", graph)
         put(self, "_rules", tuple(rules))
+        if distinct is None or rule_of is None:
+            distinct, rule_of = self._rules, range(len(self._rules))
+        put(self, "_distinct", tuple(distinct))
+        put(self, "_rule_of", rule_of)
         put(self, "_leaves", tuple(leaves))
         # The engine builds operand rows when first asked (most instructions
         # never are); the view hands out copies of them, never the rows.
@@ -113,10 +120,17 @@ class TargetView:
     def instructions_of(self, hlos: Collection[str]) -> tuple[int, ...]:
         """Every instruction whose rule's ``hlo`` is one of ``hlos``, in id order.
 
-        One scan in C over the rules: a target that singles out a few kinds of
-        op need not visit the others.
+        One scan in C over the instructions' rule numbers, the question asked
+        once per distinct rule: a target that singles out a few kinds of op
+        need not visit the others.
         """
-        return tuple(compress(count(), map(hlos.__contains__, map(attrgetter("hlo"), self._rules))))
+        wanted = [r.hlo in hlos for r in self._distinct]
+        return tuple(compress(count(), map(wanted.__getitem__, self._rule_of)))
+
+    def hlos_of(self, instrs: Sequence[int]) -> tuple[str, ...]:
+        """The ``hlo`` of each instruction's rule, in the order given (one C loop, no call per instruction)."""
+        hlo = [r.hlo for r in self._distinct]
+        return tuple(map(hlo.__getitem__, map(self._rule_of.__getitem__, instrs)))
 
     def leaves(self, iid: int) -> tuple[int, ...]:
         """The result values of ``iid`` as XLA's shape indices, tuples flattened."""

@@ -33,11 +33,11 @@ _EIGEN_ALIGNMENT = 16
 _FLOATS = {"f16", "bf16", "f32", "f64"}
 _GEMM_TYPES = {"f16", "f32", "f64", "c64", "c128", "s32"}
 # The ops that may need more than the catch-all (a runtime kernel's row-major
-# or column-major layouts, TopK, a collective's dimension), and the reshapes
-# an XLA pass made, which come last in its instruction list.
+# or column-major layouts, TopK, a collective's dimension).  The reshapes an
+# XLA pass made, which come last in its instruction list, are found apart.
 _DOTS = frozenset({"dot", "dot_general"})
 _OTHERS = frozenset({"convolution", "custom_call", "reduce_scatter", "all_gather"})
-_SINGLED_OUT = _DOTS | _OTHERS | {"reshape"}
+_SINGLED_OUT = _DOTS | _OTHERS
 _NO_DEMAND = PlanStep(NO_DEMAND)
 _NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
 _CATCH_ALL_RULE = "target:cpu-row-major-operand"
@@ -179,42 +179,54 @@ class XlaCpuTarget(Target):
         Dots are most of them (thousands in a transformer): with this class's
         own dot rules they are sorted in bulk, by their batch dimensions and
         then by their shapes (``_gemm_needs_row_major``, once per shape); a
-        target that refines those rules is asked dot by dot.
+        target that refines those rules is asked dot by dot.  The bulk work
+        reads the importer's columns (graph.Columns: each op's computation and
+        operands) rather than each instruction object.
         """
         g = view.graph
-        instrs, values, rule = g.instrs, g.values, view.rule
+        instrs, values, cols = g.instrs, g.values, g.columns
+        comp_of, op_start, op_items = cols.comp, cols.op_start, cols.op_items
         steps: dict[int, dict[int, PlanStep]] = {}
         late: dict[int, set[int]] = {}
         found = view.instructions_of(_SINGLED_OUT)  # one scan, then split by op
-        hlos = list(map(attrgetter("hlo"), map(rule, found)))
-        reshapes = [i for i, h in zip(found, hlos) if h == "reshape"]
+        hlos = view.hlos_of(found)
+        # The importer lists every marked reshape among its attributed ops (graph.CORE_ATTRIBUTES).
+        attributed = cols.attributed
+        reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h == "reshape"]
         marks = map(methodcaller("get", "xla_pass_created"), map(attrgetter("attrs"), map(instrs.__getitem__, reshapes)))
         for iid in compress(reshapes, marks):
-            late.setdefault(instrs[iid].comp, set()).add(iid)
+            late.setdefault(comp_of[iid], set()).add(iid)
         cls = type(self)
         bulk_dots = (cls.dot_needs_row_major is XlaCpuTarget.dot_needs_row_major
                      and cls.eigen_convolution is XlaCpuTarget.eigen_convolution and cls.rule is Target.rule)
         rest: list[int] = []
         if bulk_dots:
-            dots = [i for i, h in zip(found, hlos) if h in _DOTS]
-            batch = list(map(methodcaller("get", "lhs_batch"), map(attrgetter("attrs"), map(instrs.__getitem__, dots))))
+            dots = [(i, h) for i, h in zip(found, hlos) if h in _DOTS]
+            batch = list(map(methodcaller("get", "lhs_batch"), map(attrgetter("attrs"),
+                                                                   map(instrs.__getitem__, map(itemgetter(0), dots)))))
             kernels = list(compress(dots, batch))
             # No dimension numbers: no dot rule applies (the catch-all's, as dot by dot).
-            plain = [d for d, b in zip(dots, batch) if b is not None and not b]
-            ops = list(map(attrgetter("operands"), map(instrs.__getitem__, plain)))
-            lhs = list(map(values.__getitem__, map(itemgetter(0), ops)))
-            rhs = list(map(values.__getitem__, map(itemgetter(1), ops)))
+            plain_dots = [d for d, b in zip(dots, batch) if b is not None and not b]
+            plain = list(map(itemgetter(0), plain_dots))
+            firsts = list(map(op_start.__getitem__, plain))
+            lhs = list(map(values.__getitem__, map(op_items.__getitem__, firsts)))
+            rhs = list(map(values.__getitem__, map(op_items.__getitem__, map((1).__add__, firsts))))
             out = list(map(values.__getitem__, map(itemgetter(0), map(attrgetter("results"),
                                                                      map(instrs.__getitem__, plain)))))
             element, dims = attrgetter("element"), attrgetter("dims")
             gemm = list(map(_gemm_needs_row_major, map(element, lhs), map(dims, lhs), map(element, rhs),
                             map(dims, rhs), map(element, out), map(dims, out)))
-            kernels += compress(plain, gemm)
+            kernels += compress(plain_dots, gemm)
             rest += (d for d, k in zip(plain, gemm) if not k)  # a column-major constant, maybe
-            for iid in kernels:
-                steps.setdefault(instrs[iid].comp, {})[iid] = _step_of(ROW_MAJOR_KERNEL, 0, rule(iid).hlo)
+            kernel_step = {h: _step_of(ROW_MAJOR_KERNEL, 0, h) for h in _DOTS}
+            for (iid, h), c in zip(kernels, map(comp_of.__getitem__, map(itemgetter(0), kernels))):
+                in_comp = steps.get(c)
+                if in_comp is None:
+                    in_comp = steps[c] = {}
+                in_comp[iid] = kernel_step[h]
         others = _OTHERS if bulk_dots else _OTHERS | _DOTS
         rest += (i for i, h in zip(found, hlos) if h in others)
+        rule = view.rule
         for iid in rest:
             ins = instrs[iid]
             step = self._step(g, ins, rule(iid).hlo)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "computation.h"
 #include "demands.h"
 #include "facts.h"
 #include "index.h"
@@ -477,6 +478,141 @@ void test_worklist_dfs_front_last_first_bfs_back_by_priority() {
   CHECK((order == Ids{2, 0, 3, 1}));
 }
 
+// --- the per-computation steps (computation.h) ------------------------------------
+
+// An entry f(a: f32[4,8], s: f32[]) -> (x, s, tok) with x = op(a), tok = a token op,
+// and a reducer region r(p, q: f32[]) -> (y) with y = op(p, q), called by x.
+struct ComputationFixture {
+  Builder b;
+  int32_t f, r, a, s, x, tok, froot, p, q, y, rroot;
+  std::unique_ptr<slcore::Engine> e;
+  ComputationFixture() {
+    f = b.comp(true);
+    r = b.comp(false);
+    a = b.instr(f, {});
+    s = b.instr(f, {});
+    x = b.instr(f, {b.result(a)}, 1, false, false, {r});
+    tok = b.instr(f, {});
+    froot = b.instr(f, {b.result(x), b.result(s), b.result(tok)}, 0, true);
+    p = b.instr(r, {});
+    q = b.instr(r, {});
+    y = b.instr(r, {b.result(p), b.result(q)});
+    rroot = b.instr(r, {b.result(y)}, 0, true);
+    const Program& prog = b.done(f);
+    slcore::FactsInput in;
+    const int32_t nv = prog.n_values(), ni = prog.n_instrs();
+    for (int32_t v = 0; v < nv; ++v) {
+      const bool wide = v == b.result(a) || v == b.result(x);
+      in.is_array.push_back(v != b.result(tok));
+      in.rank.push_back(wide ? 2 : 0);
+      in.buffer.push_back(v);
+      in.dims.add(wide ? std::vector<int64_t>{4, 8} : std::vector<int64_t>{});
+    }
+    std::vector<Ids> uses(nv), use_n(nv);
+    for (int32_t i = 0; i < ni; ++i) {
+      for (int32_t n = 0; n < prog.operands.count(i); ++n) {
+        uses[prog.operands.begin(i)[n]].push_back(i);
+        use_n[prog.operands.begin(i)[n]].push_back(n);
+      }
+    }
+    for (int32_t v = 0; v < nv; ++v) {
+      in.users.add(uses[v]);
+      in.use_operand.add(use_n[v]);
+    }
+    for (int32_t i = 0; i < ni; ++i) {
+      const bool param = i == a || i == s || i == p || i == q;
+      in.kind.push_back(i == froot || i == rroot ? slcore::kRootInstr : param ? slcore::kParameter : slcore::kOp);
+      in.hlo.push_back(slcore::kOtherOp);
+      in.rule.push_back(0);
+      in.back.push_back(slcore::kBackNone);
+      in.fwd.push_back(slcore::kFwdNone);
+      in.active.push_back(prog.comp[i] == f);
+      in.layout_constrained.push_back(0);
+      in.dim.push_back(0);
+      in.captures.add({});
+      in.aliases.add({});
+      in.perm.add({});
+    }
+    in.comp_kind = {slcore::kFuncComp, slcore::kApplyComp};
+    in.caller = {-1, x};
+    in.params.add({a, s});
+    in.params.add({p, q});
+    e = std::make_unique<slcore::Engine>(b.p, slcore::build_facts(b.p, std::move(in)), false, false, nullptr);
+  }
+};
+
+void test_default_buffers_follow_the_buffer_ids_per_computation() {
+  ComputationFixture t;
+  const slcore::Program& p = t.e->p;
+  // Buffer ids that reverse the block order: the default loop visits later values first.
+  std::vector<int64_t> key(p.n_values());
+  for (int32_t v = 0; v < p.n_values(); ++v) key[v] = p.n_values() - v;
+  const slcore::Rows rows = slcore::default_buffers(*t.e, key, {t.r, t.f});
+  CHECK(rows.size() == 2);
+  // The token is no array; every other result is its own buffer.
+  CHECK((Ids(rows.begin(0), rows.end(0)) == Ids{t.b.result(t.y), t.b.result(t.q), t.b.result(t.p)}));
+  CHECK((Ids(rows.begin(1), rows.end(1)) == Ids{t.b.result(t.x), t.b.result(t.s), t.b.result(t.a)}));
+  bool refused = false;
+  try {
+    slcore::default_buffers(*t.e, std::vector<int64_t>(3, 0), {t.f});
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  CHECK(refused);
+}
+
+void test_a_run_of_one_layout_computations_reports_each_interface() {
+  ComputationFixture t;
+  slcore::Engine& e = *t.e;
+  const int32_t scalar = e.layouts.default_of(0);
+  // Before: nothing laid out, every leaf of the interface reads -1.
+  Ids params, results;
+  slcore::interface_of(e, t.r, params, results);
+  CHECK((params == Ids{-1, -1} && results == Ids{-1}));
+  slcore::Rows ps, rs;
+  slcore::lay_out_one_layout_run(e, {t.r}, ps, rs);
+  CHECK(ps.size() == 1 && rs.size() == 1);
+  CHECK((Ids(ps.begin(0), ps.end(0)) == Ids{scalar, scalar} && Ids(rs.begin(0), rs.end(0)) == Ids{scalar}));
+  CHECK(e.buffer_layout(t.b.result(t.y)) == scalar && e.store.buffer(t.b.result(t.y)).mandatory);
+  // The entry's interface: a, s and x unset, the token no array.
+  slcore::interface_of(e, t.f, params, results);
+  CHECK((params == Ids{-1, -1} && results == Ids{-1, -1, -1}));
+  e.set_buffer(e.layouts.intern({0, 1}), t.b.result(t.x), true, true, 1, {5, t.x, -1, 0, -1});
+  slcore::interface_of(e, t.f, params, results);
+  CHECK((results == Ids{e.layouts.intern({0, 1}), -1, -1}));
+}
+
+void test_parameters_are_pinned_each_from_a_record_of_its_own() {
+  ComputationFixture t;
+  slcore::Engine& e = *t.e;
+  const int32_t col = e.layouts.intern({0, 1}), scalar = e.layouts.default_of(0);
+  const int32_t before = e.prov.size();
+  // Rule 7, notes 8 and 9 (name ids the Python side interned).
+  slcore::pin_parameters(e, {t.a, t.s}, {col, scalar}, {8, 9}, 7, 2);
+  CHECK(e.prov.size() == before + 2);
+  const slcore::BufferSlot& held = e.store.buffer(t.b.result(t.a));
+  CHECK(held.layout == col && held.mandatory && held.priority == 2 && held.origin == before);
+  const slcore::Record& first = e.prov[before];
+  const slcore::Record& second = e.prov[before + 1];
+  CHECK(first.rule == 7 && first.instr == t.a && first.note == 8 && first.parent == -1);
+  CHECK(second.rule == 7 && second.instr == t.s && second.note == 9);
+  CHECK(e.buffer_layout(t.b.result(t.s)) == scalar);
+  bool refused = false;
+  try {
+    slcore::pin_parameters(e, {t.x}, {col}, {8}, 7, 2);  // x is no parameter
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  CHECK(refused);
+  refused = false;
+  try {
+    slcore::pin_parameters(e, {t.a}, {col, col}, {8}, 7, 2);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  CHECK(refused);
+}
+
 }  // namespace
 
 int main() {
@@ -501,6 +637,9 @@ int main() {
   test_a_plan_lays_its_steps_out_in_list_order();
   test_a_plan_names_only_its_own_computation();
   test_a_plan_applies_each_step_and_keeps_its_records_across_rounds();
+  test_default_buffers_follow_the_buffer_ids_per_computation();
+  test_a_run_of_one_layout_computations_reports_each_interface();
+  test_parameters_are_pinned_each_from_a_record_of_its_own();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;

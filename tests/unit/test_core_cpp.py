@@ -56,7 +56,7 @@ def test_the_engine_takes_its_orders_from_the_core():
                      "stablehlo.dot_general", "root"]
     assert e.comp_order == [entry]
     # Every value an instruction defines is its own shape index here (no tuples).
-    assert e.leaves == [list(ins.results) for ins in g.instrs]
+    assert list(e.leaves) == [list(ins.results) for ins in g.instrs]
 
 
 def test_the_cores_align_layouts_is_the_python_one():

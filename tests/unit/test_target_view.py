@@ -111,13 +111,15 @@ def test_the_view_is_read_only_and_holds_no_engine():
         assert not isinstance(getattr(ref, "__self__", None), Engine)
     # Its public face is readers only: no method of it sets anything.
     public = {k for k in dir(view) if not k.startswith("_")}
-    assert public == {"graph", "rule", "instructions_of", "leaves", "operand_values", "forwards", "post_order",
+    assert public == {"graph", "rule", "instructions_of", "hlos_of", "leaves", "operand_values", "forwards", "post_order",
                       "given_params", "priority", "operand_constraint", "buffer_constraint", "cache"}
     # The bulk reader agrees with asking each instruction's rule, in id order.
     wanted = {"dot_general", "parameter"}
     assert view.instructions_of(wanted) == tuple(i for i in range(len(view.graph.instrs))
                                                  if view.rule(i).hlo in wanted)
     assert len(view.instructions_of({"dot_general"})) == 2 and view.instructions_of(set()) == ()
+    every = tuple(range(len(view.graph.instrs)))
+    assert view.hlos_of(every[::-1]) == tuple(view.rule(i).hlo for i in every[::-1]) and view.hlos_of(()) == ()
 
 
 def test_demands_are_frozen_data():
