@@ -8,7 +8,10 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "facts.h"
 #include "footprint.h"
 #include "index.h"
+#include "mlir_capi.h"
 #include "order.h"
 #include "propagators.h"
 #include "reshape.h"
@@ -148,6 +152,34 @@ nb::object slot_tuple(const slcore::Slot& s) {
 
 PyObject* demand_error = nullptr;
 
+
+// A capsule's pointer (the bindings' ``_CAPIPtr``), whatever the capsule's name.
+void* capsule_pointer(nb::handle capsule, const char* what) {
+  void* p = PyCapsule_IsValid(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
+                ? PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
+                : nullptr;
+  if (p == nullptr) {
+    PyErr_Clear();
+    throw nb::type_error((std::string(what) + ": expected an MLIR _CAPIPtr capsule").c_str());
+  }
+  return p;
+}
+
+// A tuple of Python ints, one per pointer.
+nb::object pointer_tuple(intptr_t n, const std::function<void*(intptr_t)>& at) {
+  PyObject* t = PyTuple_New(n);
+  if (t == nullptr) throw nb::python_error();
+  for (intptr_t i = 0; i < n; ++i) {
+    PyObject* v = PyLong_FromVoidPtr(at(i));
+    if (v == nullptr) {
+      Py_DECREF(t);
+      throw nb::python_error();
+    }
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return nb::steal(t);
+}
+
 }  // namespace
 
 NB_MODULE(_core, m) {
@@ -166,6 +198,118 @@ NB_MODULE(_core, m) {
   for (const char* n : slcore::kRuleNames) names.append(n);
   m.attr("RULE_NAMES") = nb::tuple(names);
 
+  m.def(
+      "capsule_pointer", [](nb::handle capsule) { return reinterpret_cast<uintptr_t>(capsule_pointer(capsule, "capsule_pointer")); },
+      "The pointer an MLIR _CAPIPtr capsule holds, as an int (block_rows' identities).");
+  m.def(
+      "find_mlir_capi",
+      [](const std::string& library) {
+        std::string why;
+        slcore::find_mlir_capi(library, why);
+        return why;
+      },
+      "Finds MLIR's C API in the loaded library of that file name (cpp/mlir_capi.h); '' when found, else why not.");
+  m.def(
+      "block_rows",
+      [](nb::handle block_capsule, const std::string& library, uintptr_t after, intptr_t most) {
+        // A block as the import walk reads it, by identity, a window of at
+        // most `most` ops at a time (so that a block of 100k ops is never held
+        // as Python ints all at once): the block's arguments and their types
+        // (in the first window only); per op, in block order, its operands,
+        // its results and their types, the op, its location; and the op to go
+        // on after (0: the block is done).  Each is a C API pointer as an int.
+        std::string why;
+        const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
+        if (api == nullptr) throw std::runtime_error("block_rows: " + why);
+        if (most < 1) throw std::invalid_argument("block_rows: a window holds at least one op");
+        void* block = capsule_pointer(block_capsule, "block_rows");
+        const intptr_t na = after == 0 ? api->block_num_arguments(block) : 0;
+        nb::object args = pointer_tuple(na, [&](intptr_t i) { return api->block_argument(block, i); });
+        nb::object arg_types =
+            pointer_tuple(na, [&](intptr_t i) { return api->value_type(api->block_argument(block, i)); });
+        nb::list operands, results, types, ops, locations;
+        void* op = after == 0 ? api->block_first_operation(block)
+                              : api->operation_next_in_block(reinterpret_cast<void*>(after));
+        for (intptr_t n = 0; op != nullptr && n < most; op = api->operation_next_in_block(op), ++n) {
+          PyObject* handle = PyLong_FromVoidPtr(op);
+          if (handle == nullptr) throw nb::python_error();
+          ops.append(nb::steal(handle));
+          PyObject* where = PyLong_FromVoidPtr(api->operation_location(op));
+          if (where == nullptr) throw nb::python_error();
+          locations.append(nb::steal(where));
+          operands.append(pointer_tuple(api->operation_num_operands(op),
+                                        [&](intptr_t i) { return api->operation_operand(op, i); }));
+          const intptr_t nr = api->operation_num_results(op);
+          results.append(pointer_tuple(nr, [&](intptr_t i) { return api->operation_result(op, i); }));
+          types.append(
+              pointer_tuple(nr, [&](intptr_t i) { return api->value_type(api->operation_result(op, i)); }));
+        }
+        // The last op of the window, to go on after; 0 once the block is done.
+        uintptr_t next = 0;
+        if (op != nullptr) next = static_cast<uintptr_t>(nb::cast<uintptr_t>(ops[ops.size() - 1]));
+        return nb::make_tuple(args, arg_types, operands, results, types, ops, locations, next);
+      },
+      nb::arg("block"), nb::arg("library"), nb::arg("after") = 0, nb::arg("most") = INTPTR_MAX,
+      "A window of one block's values by identity: (arguments, their types, per op its operands, results, "
+      "result types, the op, its location; the op to go on after, 0 at the block's end).");
+  m.def(
+      "make_capsule",
+      [](uintptr_t pointer, const std::string& name) {
+        // A capsule's name must outlive it: each distinct name is kept for the process.
+        static std::mutex mutex;
+        static std::set<std::string> names;
+        const char* kept;
+        {
+          std::lock_guard<std::mutex> hold(mutex);
+          kept = names.insert(name).first->c_str();
+        }
+        if (pointer == 0) throw std::invalid_argument("make_capsule: a null pointer");
+        PyObject* c = PyCapsule_New(reinterpret_cast<void*>(pointer), kept, nullptr);
+        if (c == nullptr) throw nb::python_error();
+        return nb::steal(c);
+      },
+      "A capsule named `name` holding a C API pointer (for the bindings' _CAPICreate).");
+  m.def(
+      "capsule_name",
+      [](nb::handle capsule) {
+        const char* name = PyCapsule_GetName(capsule.ptr());
+        if (name == nullptr) {
+          PyErr_Clear();
+          throw nb::type_error("capsule_name: expected a named capsule");
+        }
+        return std::string(name);
+      },
+      "The name of a capsule (the bindings' _CAPIPtr names its type).");
+  m.def(
+      "set_attribute_pairs",
+      [](nb::handle op_column, nb::handle pair_column, const std::string& first, const std::string& second,
+         const std::vector<uintptr_t>& firsts, const std::vector<uintptr_t>& seconds, const std::string& library) {
+        // Op k of op_column (a C API pointer, block_rows' identity) gets
+        // attribute ``first`` = firsts[p] then ``second`` = seconds[p], p being
+        // pair_column[k]: what ``op.attributes[name] = attr`` does, twice, for
+        // every op in one call.  The attributes are the bindings' own (their
+        // _CAPIPtr pointers), which the caller keeps alive.
+        std::string why;
+        const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
+        if (api == nullptr) throw std::runtime_error("set_attribute_pairs: " + why);
+        const std::vector<int64_t> ops = column<int64_t>(op_column, 'q', "set_attribute_pairs ops");
+        const Ids pairs = ids(pair_column, "set_attribute_pairs pairs");
+        if (pairs.size() != ops.size() || firsts.size() != seconds.size()) {
+          throw std::invalid_argument("set_attribute_pairs: the columns differ in length");
+        }
+        for (size_t k = 0; k < ops.size(); ++k) {
+          if (ops[k] == 0 || pairs[k] < 0 || static_cast<size_t>(pairs[k]) >= firsts.size()) {
+            throw std::invalid_argument("set_attribute_pairs: an op or a pair out of range");
+          }
+        }
+        const slcore::MlirStringRefC a{first.data(), first.size()}, b{second.data(), second.size()};
+        for (size_t k = 0; k < ops.size(); ++k) {
+          void* op = reinterpret_cast<void*>(static_cast<uintptr_t>(ops[k]));
+          api->operation_set_attribute(op, a, reinterpret_cast<void*>(firsts[pairs[k]]));
+          api->operation_set_attribute(op, b, reinterpret_cast<void*>(seconds[pairs[k]]));
+        }
+      },
+      "Sets two attributes on each op of a column from a table of attribute pairs (the rewrite's layouts).");
   m.def(
       "align_layouts",
       [](const std::vector<int64_t>& in_dims, const Ids& in_layout, const std::vector<int64_t>& out_dims) -> nb::object {

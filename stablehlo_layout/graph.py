@@ -13,7 +13,9 @@ The graph mirrors what XLA's pass sees in HLO:
 * a ``Computation`` per function body or region, with its caller.
 
 Nothing here holds an MLIR handle (the importer and rewriter keep those),
-except locations, which are immutable and formatted only when read.
+except locations, which are immutable and formatted only when read: an
+op's ``where`` is its location, or, where the import read the C API, the
+location's pointer (an int; the context that owns it is ``Graph.context``).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def location_text(loc: Any) -> str:
     Formatting is lazy (``Instruction.loc``): doing it for every op up front
     costs more than the rest of the import, and only errors and reports read it.
     """
-    text = str(loc)
+    text = str(location_object(loc))
     m = _LOCATION.match(text)
     if not m:
         return text[4:-1] if text.startswith("loc(") else text
@@ -130,6 +132,16 @@ def location_text(loc: Any) -> str:
         return _position(name, line, col)
     inner = _FILE_POSITION.search(text, m.end())
     return f"{name} ({_position(*inner.groups())})" if inner else name
+
+
+def location_object(where: Any) -> Any:
+    """A location as the bindings' object: ``where`` itself, or the location an
+    int names (a C API pointer, ``importer.location_at``)."""
+    if where.__class__ is int:
+        from .importer import location_at
+
+        return location_at(where)
+    return where
 
 
 def _position(file: str, line: str, col: str) -> str:
@@ -148,7 +160,7 @@ def show_full_locations(graph: "Graph") -> None:
     for ins in graph.instrs:
         w = ins.where
         if w is not None and w.__class__ is not str:
-            text = str(w)
+            text = str(location_object(w))
             text = text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
             ins.where = _ANONYMOUS.sub(lambda m: _position("-", m.group(1), m.group(2)), text)
 
@@ -187,7 +199,7 @@ class Instruction:
     operands: list[int]
     results: list[int]
     attrs: dict[str, Any]  # a SharedAttrs where many instructions hold the same facts
-    where: Any  # human location text, or a location object formatted on first read
+    where: Any  # human location text, or a location (object or pointer) formatted on first read
     # Computations this op calls, and operands beyond the op's own (outer
     # values a region reads implicitly).  Most ops have neither: they share
     # one empty tuple, and the importer gives an op a list when it needs one.
@@ -308,6 +320,8 @@ class Graph:
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     columns: Columns = field(default_factory=Columns)
     use_rows: UseRows = field(default_factory=UseRows)  # every value's uses (Value.uses)
+    # The MLIR context whose locations the instructions name by pointer (``Instruction.where``).
+    context: Any = None
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
         """A new value; ``shape``: its row of the columns' shape table."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from array import array
 from dataclasses import dataclass, field
-from collections.abc import Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -35,11 +35,41 @@ _REGION_KINDS = {
 }
 
 
+class LazyOps:
+    """``Handles.ops`` where the walk read the ops' pointers: op ``iid``'s bindings
+    object is made when first asked for (``_CAPICreate``) and kept.  The walk
+    lets go of the objects it made: one per op cost ~190 bytes (35 MB at
+    L=1024) and the rewrite asks for the few that get a copy."""
+
+    __slots__ = ("ptrs", "made", "capsule")
+
+    def __init__(self, ptrs: array, capsule: str) -> None:
+        self.ptrs, self.capsule = ptrs, capsule
+        self.made: dict[int, ir.Operation] = {}
+
+    def __len__(self) -> int:
+        return len(self.ptrs)
+
+    def __getitem__(self, iid: int) -> ir.Operation | None:
+        op = self.made.get(iid)
+        if op is None:
+            pointer = self.ptrs[iid]
+            if not pointer:
+                return None
+            op = self.made[iid] = ir.Operation._CAPICreate(_core.make_capsule(pointer, self.capsule))
+        return op
+
+    def __iter__(self) -> Iterator[ir.Operation | None]:
+        return map(self.__getitem__, range(len(self.ptrs)))
+
+
 @dataclass
 class Handles:
     """MLIR objects by graph id, valid only until the module is next mutated by a PassManager."""
 
-    ops: list[ir.Operation | None] = field(default_factory=list)  # by instruction id
+    # By instruction id, the op (None for a parameter); a LazyOps where the
+    # walk read blocks through the C API.
+    ops: "list[ir.Operation | None] | LazyOps" = field(default_factory=list)
     funcs: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> func.func
     terminators: dict[int, ir.Operation] = field(default_factory=dict)  # computation id -> terminator
     regions: dict[int, ir.Region] = field(default_factory=dict)  # computation id -> region
@@ -52,6 +82,10 @@ class Handles:
     # Function name -> its func.call ops, for the functions the call-graph
     # steps walked (clones included), so that the rewrite need not walk again.
     calls: dict[str, list[ir.Operation]] = field(default_factory=dict)
+    # By instruction id, the op's C API pointer (0: no op), where the walk read
+    # blocks through the C API (``block_rows``); the rewrite writes the layouts
+    # of every op through them in one call.  None after a bindings-only walk.
+    op_ptrs: "array | list[int] | None" = None
 
     def value(self, g: Graph, vid: int) -> ir.Value | None:
         """The MLIR value that graph value ``vid`` was read from, or None (a tuple's
@@ -284,9 +318,92 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
     return out
 
 
+# jaxlib's library that holds MLIR, and with it MLIR's C API (cpp/mlir_capi.h).
+CAPI_LIBRARY = "libjax_common.so"
+# Whether the core found the C API and it reads blocks as the bindings do:
+# asked once per process (a fact of the installed jaxlib, not of any input).
+_capi_state: list[bool] = []
+
+
+def _bindings_rows(block: ir.Block) -> tuple:
+    """A block's values as ``_capi_rows`` lists them, each known by its bindings
+    object: its arguments and their types; per op its operands, its results
+    and their types; no pointers (the walk keeps the ops and their locations
+    as objects), and the whole block at once."""
+    arguments = tuple(block.arguments)
+    ops = [op.operation for op in block.operations]
+    results = [tuple(op.results) for op in ops]
+    return (arguments, tuple(a.type for a in arguments), [tuple(op.operands) for op in ops], results,
+            [tuple(r.type for r in rs) for rs in results], None, None, 0)
+
+
+# Ops per window of ``_capi_rows``: a window's rows are Python ints, ~350
+# bytes an op, so a 144k-op block read whole would hold ~50 MB at once.
+ROWS_WINDOW = 4096
+
+
+def _capi_rows(block: ir.Block, after: int = 0) -> tuple:
+    """A block's values, each known by the C API's identity (an int), read by
+    the core in one call: the walk then makes no bindings object per operand,
+    result or type (~1 us each through the bindings).  Its sixth row is the
+    ops' own pointers (``Handles.op_ptrs``), its seventh their locations
+    (``location_at``), where the bindings would make a ~180-byte object per op.
+    It lists ``ROWS_WINDOW`` ops after the op ``after`` (0: from the start);
+    its eighth row is the op to go on after (0: the block is done)."""
+    return _core.block_rows(block._CAPIPtr, CAPI_LIBRARY, after, ROWS_WINDOW)
+
+
+def capi_unusable_reason() -> str:
+    """Why the import walk reads values through the bindings, or '' when it
+    reads them through the C API: the core could not find the C API in
+    jaxlib's library, or a block read both ways did not agree."""
+    why = _core.find_mlir_capi(CAPI_LIBRARY)
+    if why:
+        return why
+    # The identities must be the bindings' own: one small module read both ways.
+    with ir.Context() as ctx, ir.Location.unknown(ctx):
+        ctx.allow_unregistered_dialects = True
+        module = ir.Module.parse(
+            '"func.func"() ({\n^bb0(%a: tensor<2xf32>, %b: i32):\n'
+            '  %0:2 = "probe.pair"(%a, %b) : (tensor<2xf32>, i32) -> (tensor<2xf32>, i1)\n'
+            '  %1 = "probe.use"(%0#1, %0#0, %a) : (i1, tensor<2xf32>, tensor<2xf32>) -> f32\n'
+            '  "func.return"(%1) : (f32) -> ()\n'
+            '}) {function_type = (tensor<2xf32>, i32) -> f32, sym_name = "probe"} : () -> ()')
+        block = module.body.operations[0].regions[0].blocks[0]
+        got = _capi_rows(block)
+        ptr = _core.capsule_pointer
+        arguments, arg_types, operands, results, types, *_ = _bindings_rows(block)
+        ops = [op.operation for op in block.operations]
+        want = (tuple(ptr(a._CAPIPtr) for a in arguments), tuple(ptr(t._CAPIPtr) for t in arg_types),
+                *([tuple(ptr(x._CAPIPtr) for x in item) for item in row] for row in (operands, results, types)),
+                [ptr(op._CAPIPtr) for op in ops], [ptr(op.location._CAPIPtr) for op in ops])
+        if tuple(got[:2]) != want[:2] or list(map(list, got[2:7])) != list(map(list, want[2:])) or got[7] != 0:
+            return "the C API's reading of a probe block differs from the bindings'"
+    return ""
+
+
+_location_capsule: list[str] = []
+
+
+def location_at(pointer: int) -> ir.Location:
+    """The location a C API pointer names (``block_rows``' seventh row, kept as
+    ``Instruction.where`` until read).  A location is an attribute its context
+    owns, valid while the context lives: the graph keeps it (``Graph.context``)."""
+    if not _location_capsule:
+        with ir.Context() as ctx:
+            _location_capsule.append(_core.capsule_name(ir.Location.unknown(ctx)._CAPIPtr))
+    return ir.Location._CAPICreate(_core.make_capsule(pointer, _location_capsule[0]))
+
+
+def _capi_usable() -> bool:
+    if not _capi_state:
+        _capi_state.append(not capi_unusable_reason())
+    return _capi_state[0]
+
+
 class _Importer:
     def __init__(self, module: ir.Module | ir.Operation, inline_calls: bool, optimistic: bool = False,
-                 given_layouts: bool = False) -> None:
+                 given_layouts: bool = False, by_identity: bool | None = None) -> None:
         self.module = module.operation if isinstance(module, ir.Module) else module
         self.inline = inline_calls
         self.given_layouts = given_layouts
@@ -295,7 +412,14 @@ class _Importer:
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
         self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool]] = {}
-        self.vid: dict[ir.Value, int] = {}
+        # How the walk reads a block's values (``block_rows``): by the C API's
+        # identities where the core found it, else through the bindings' objects.
+        # Either way a value is known by its key, and a type by its key.
+        self.rows = _capi_rows if (_capi_usable() if by_identity is None else by_identity) else _bindings_rows
+        if self.rows is _capi_rows:
+            self.h.op_ptrs = []
+            self.g.context = self.module.context  # the locations' owner (location_at)
+        self.vid: dict[Any, int] = {}
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
         self.depth: list[int] = []  # by computation id: 1 for a function body, +1 per region
@@ -306,6 +430,9 @@ class _Importer:
         self.scope = ""  # the function (instance) whose body is being walked
         # element, dims, rank, row of the columns' shape table
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}
+        # The same, by a type's key (the C API's identity; the type itself in the bindings' walk).
+        self.type_index: dict[Any, tuple[str, L.Dims, int, int]] = (
+            {} if self.rows is _capi_rows else self.tensor_types)
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
         self.extracted: dict[tuple[str, ir.Attribute], SharedAttrs] = {}
@@ -339,11 +466,32 @@ class _Importer:
         self.value_comp.append(comp)
         return val.id
 
+    def _new_keyed_value(self, key: Any, type_key: Any, type_of: Callable[[], ir.Type], producer: int,
+                         index: int, comp: int) -> int:
+        """``_new_value`` for a value and type known by their keys (``block_rows``):
+        the type object is asked for only when its key is new."""
+        known = self.type_index.get(type_key)
+        if known is not None:
+            vid = self.g.add_value(ARRAY, known[0], known[1], producer, index, known[3]).id
+            self.vid[key] = vid
+            self.value_comp.append(comp)
+            return vid
+        t = type_of()
+        vid = self._new_value(key, t, producer, index, comp)
+        info = self.tensor_types.get(t)
+        if info is not None:
+            self.type_index[type_key] = info
+        return vid
+
     def _instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any,
-               handle: ir.Operation | None) -> Instruction:
+               handle: ir.Operation | None, pointer: int = 0) -> Instruction:
+        """A parameter (no ``handle``) or a root (its terminator, by ``pointer`` too)."""
         ins = self.g.add_instr(op, comp, operands, attrs, loc)
         ins.scope = self.scope
-        self.h.ops.append(handle)
+        if self.h.op_ptrs is not None:
+            self.h.op_ptrs.append(pointer)
+        else:
+            self.h.ops.append(handle)
         return ins
 
     def _alias(self, dst: int, src: int) -> None:
@@ -464,6 +612,9 @@ class _Importer:
         # operands before captures, in instruction order), then XLA's orders.
         cols = self.g.columns
         cols.list_operands(self.g.instrs)
+        if self.h.op_ptrs is not None:
+            self.h.op_ptrs = array("q", self.h.op_ptrs)  # one int object per op was the list's
+            self.h.ops = LazyOps(self.h.op_ptrs, _core.capsule_name(self.module._CAPIPtr))
         self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
                                              array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
@@ -518,56 +669,78 @@ class _Importer:
         comp = g.comps[cid]
         self.h.regions[cid] = region
         block = region.blocks[0]
-        for n, arg in enumerate(block.arguments):
+        rows = self.rows(block)
+        arguments = block.arguments
+        for n, (arg, type_key) in enumerate(zip(rows[0], rows[1])):
             p = self._instr("parameter", cid, [], self._shared_attrs("number", n), comp.name, None)
-            p.results = [self._new_value(arg, arg.type, p.id, n, cid)]  # at its size, not room for four
+            # At its size, not room for four.
+            p.results = [self._new_keyed_value(arg, type_key, lambda: arguments[n].type, p.id, n, cid)]  # noqa: B023
             comp.params.append(p.id)
             comp.instrs.append(p.id)
-        results = yield self._walk_ops(block, cid)
+        results = yield self._walk_ops(block, cid, rows)
         if results is not None:
-            terminator, root_operands = results
+            terminator, root_operands, where, pointer = results
             self.h.terminators[cid] = terminator
-            root = self._instr("root", cid, root_operands, self._shared_attrs("op", terminator.name),
-                               terminator.location, terminator)
+            root = self._instr("root", cid, root_operands, self._shared_attrs("op", terminator.name), where,
+                               terminator, pointer)
         else:
             root = self._instr("root", cid, [], self._shared_attrs("op", "none"), comp.name, None)
         comp.root = root.id
         comp.instrs.append(root.id)
 
-    def _walk_ops(self, block: ir.Block, cid: int) -> Walk:
-        """Import a block's ops into computation ``cid``; return its terminator's operands."""
+    def _walk_ops(self, block: ir.Block, cid: int, rows: tuple) -> Walk:
+        """Import a block's ops into computation ``cid``; return its terminator's operands.
+
+        ``rows``: the block's values by key (``block_rows``)."""
         g = self.g
         comp = g.comps[cid]
         vid, value_comp = self.vid, self.value_comp
         # The common cases of _instr and _new_value are written out below: they
         # run once per op and per result.
-        tensor_types, values, instrs, comp_instrs = self.tensor_types, g.values, g.instrs, comp.instrs
+        values, instrs, comp_instrs = g.values, g.instrs, comp.instrs
         hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
         use_rows = g.use_rows
         cols = g.columns
         col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
         # The ops themselves, not their OpViews: every property read on a view
-        # goes through one more Python call.
-        ops = [op.operation for op in block.operations]
-        last = len(ops) - 1
+        # goes through one more Python call.  One at a time: where the walk
+        # keeps pointers (``Handles.op_ptrs``) each op's object goes when the
+        # walk moves on, so a large block's are never all alive at once.
+        listed = block.operations
+        ops = (op.operation for op in listed)
+        _, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following = rows
+        window = 0  # the position of the rows' first op
+        hptrs = self.h.op_ptrs
+        type_index = self.type_index
+        last = len(listed) - 1
         for position, op in enumerate(ops):
+            at = position - window
+            if at == len(operand_rows):  # the next window of a block the C API reads
+                if not following:
+                    raise PassError(f"internal: the C API listed fewer ops in a block than the bindings ({position})")
+                window, at = position, 0
+                _, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following = \
+                    self.rows(block, following)
             name = op.name
             if name == "mhlo.copy" and COPY_MARK in op.attributes:
                 # Its value stands for its operand; a branch captures that where
                 # the copy is first read, as before the copy went in (a copy sits
                 # at its branch's start, and capture order decides ties).
-                vid[op.results[0]] = vid[op.operands[0]]
+                vid[result_rows[at][0]] = vid[operand_rows[at][0]]
                 self.stale_copies.append(op)
                 continue
             # Sliced to its size: a list that grew by appends keeps room for four.
-            operands = [i if value_comp[i] == cid else capture(i, cid) for i in map(vid.__getitem__, op.operands)][:]
+            operands = [i if value_comp[i] == cid else capture(i, cid)
+                        for i in map(vid.__getitem__, operand_rows[at])][:]
             if position == last and _is_terminator(name):
-                return op, operands
+                if where_rows is None:
+                    return op, operands, op.location, 0
+                return op, operands, where_rows[at], op_ptrs[at]
             if name == "func.call" and self.inline:
                 if self.optimistic:
                     raise _CallsToFlatten()
-                yield self._inline_call(op, cid, operands)
+                yield self._inline_call(op, cid, operands, result_rows[at])
                 continue
             facts = op_facts.get(name)
             if facts is None:
@@ -595,9 +768,13 @@ class _Importer:
             # Graph.add_instr, written out: this runs once per op.
             iid = len(instrs)
             # Its results are listed once its regions are walked (their values come first).
-            ins = Instruction(iid, name, cid, operands, None, attrs, op.location, (), (), scope)  # type: ignore[arg-type]
+            where = op.location if where_rows is None else where_rows[at]
+            ins = Instruction(iid, name, cid, operands, None, attrs, where, (), (), scope)  # type: ignore[arg-type]
             instrs.append(ins)
-            hops.append(op)
+            if hptrs is not None:
+                hptrs.append(op_ptrs[at])
+            else:
+                hops.append(op)
             comp_instrs.append(iid)
             col_comp.append(cid)
             col_op.append(code)
@@ -622,11 +799,10 @@ class _Importer:
                     yield self._walk_region(region, child)
             # The results list is made at its size (one appended to keeps room
             # for four): most ops have one result, of a type already decoded.
-            op_results = op.results
+            op_results = result_rows[at]
             if len(op_results) == 1:
                 res = op_results[0]
-                t = res.type
-                known = tensor_types.get(t)
+                known = type_index.get(type_rows[at][0])
                 if known is not None:  # Graph.add_value for a known tensor type, written out
                     n = len(values)
                     values.append(Value(n, ARRAY, known[0], known[1], iid, 0, n, use_rows, None, known[2], True))
@@ -636,9 +812,12 @@ class _Importer:
                     value_comp.append(cid)
                     results = [n]
                 else:
-                    results = [self._new_value(res, t, iid, 0, cid)]
+                    results = [self._new_keyed_value(res, type_rows[at][0], lambda: op.results[0].type,  # noqa: B023
+                                                     iid, 0, cid)]
             else:
-                results = [self._new_value(res, res.type, iid, r, cid) for r, res in enumerate(op_results)]
+                types = type_rows[at]
+                results = [self._new_keyed_value(res, types[r], lambda: op.results[r].type, iid, r, cid)  # noqa: B023
+                           for r, res in enumerate(op_results)]
             ins.results = results
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
@@ -655,7 +834,7 @@ class _Importer:
                         g.share_buffer(g.values[v], g.values[operands[r]].buffer)
         return None
 
-    def _inline_call(self, op: ir.Operation, cid: int, operands: list[int]) -> Walk:
+    def _inline_call(self, op: ir.Operation, cid: int, operands: list[int], result_keys: tuple) -> Walk:
         """Import a callee's body in place of the call, as XLA's CallInliner does.
 
         The callee was cloned for this call site (``_flatten_calls``), so each
@@ -672,16 +851,17 @@ class _Importer:
                             location_text(op.location))
         self.inlining.append(self.scope)
         block = f.regions[0].blocks[0]
+        rows = self.rows(block)
         caller_scope = self.scope
         self.scope = callee
-        for arg, vid in zip(block.arguments, operands):
-            self.vid[arg] = vid
+        for key, arg, vid in zip(rows[0], block.arguments, operands):
+            self.vid[key] = vid
             self.h.views.setdefault((vid, callee), []).append(arg)
-        found = yield self._walk_ops(block, cid)
+        found = yield self._walk_ops(block, cid, rows)
         self.scope = caller_scope
         results = found[1] if found is not None else []
-        for res, vid in zip(op.results, results):
-            self.vid[res] = vid
+        for key, res, vid in zip(result_keys, op.results, results):
+            self.vid[key] = vid
             self.h.views.setdefault((vid, caller_scope), []).append(res)
         self.h.call_results.append((op.operation, results))
         self.inlining.pop()
@@ -1006,7 +1186,7 @@ class _CallsToFlatten(Exception):
 
 
 def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False,
-                  given_layouts: bool = False) -> tuple[Graph, Handles]:
+                  given_layouts: bool = False, by_identity: bool | None = None) -> tuple[Graph, Handles]:
     """Build the constraint graph; with ``inline_calls`` calls are imported inline (XLA:CPU/GPU).
 
     With ``given_layouts`` an op's ``result_layout`` (the layout an HLO dump
@@ -1016,7 +1196,8 @@ def import_module(module: ir.Module | ir.Operation, inline_calls: bool = False,
         try:
             # Nothing is written to the module before the walk ends, so a walk
             # abandoned at a call leaves it as it was.
-            return _Importer(module, inline_calls, optimistic=True, given_layouts=given_layouts).run()
+            return _Importer(module, inline_calls, optimistic=True, given_layouts=given_layouts,
+                             by_identity=by_identity).run()
         except _CallsToFlatten:
             pass
-    return _Importer(module, inline_calls, given_layouts=given_layouts).run()
+    return _Importer(module, inline_calls, given_layouts=given_layouts, by_identity=by_identity).run()

@@ -9,15 +9,18 @@ entry function and module carry the entry layouts.
 
 from __future__ import annotations
 
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jaxlib.mlir import ir
 
+from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, Graph, Instruction, Value, shape_text
-from .importer import CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, IN_PLACE_MARK, IN_PLACE_NAME_PREFIX, Handles, nested_ops
+from .graph import ARRAY, Graph, Instruction, Value, location_object, shape_text
+from .importer import (CAPI_LIBRARY, CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, IN_PLACE_MARK, IN_PLACE_NAME_PREFIX, Handles,
+                       nested_ops)
 from .propagation import Assignment, CopyEdge, copy_groups
 
 
@@ -122,24 +125,47 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     # choose; annotating them would also stop the printer from using their
     # compact form, which it does by dropping attributes.
     skip = [c.kind == "apply" for c in g.comps]
-    shapes, array = cache.shapes, cache.array
-    for ins, op in zip(g.instrs, ops):
+    shapes, array_pair = cache.shapes, cache.array
+    # Where the import read the ops' C API pointers, the single-array ops are
+    # listed here and written in one core call (two attributes each, as the
+    # bindings would set them, ~1.5 us per op through the bindings).
+    # The ops' objects are then made only for the few other ops (LazyOps).
+    ptrs = h.op_ptrs
+    bulk_ops, bulk_pairs = array("q"), array("i")
+    pair_number: dict[int, int] = {}  # id of a cached pair -> its row
+    pairs: list[tuple[ir.Attribute, ir.Attribute]] = []
+    present = ptrs if ptrs is not None else [op is not None for op in ops]  # per instruction, an op
+    for ins, there in zip(g.instrs, present):
         results = ins.results
-        if op is None or not results or skip[ins.comp] or ins.op == "root":
+        if not there or not results or skip[ins.comp] or ins.op == "root":
             continue
         if len(results) == 1:
             v = values[results[0]]
             if v.is_array:
                 lay = layouts[v.id]
-                pair = shapes.get((v.element, v.dims, lay)) or array(v, lay)  # cache.array, inlined
-                attrs = op.attributes
-                attrs["xla_shape"], attrs["result_layout"] = pair
+                pair = shapes.get((v.element, v.dims, lay)) or array_pair(v, lay)  # cache.array, inlined
+                if ptrs is not None:
+                    k = pair_number.get(id(pair))
+                    if k is None:
+                        k = pair_number[id(pair)] = len(pairs)
+                        pairs.append(pair)
+                    bulk_ops.append(ptrs[ins.id])
+                    bulk_pairs.append(k)
+                else:
+                    attrs = ops[ins.id].attributes
+                    attrs["xla_shape"], attrs["result_layout"] = pair
                 continue
         vals = [values[r] for r in results]
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
         texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
-        op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
+        ops[ins.id].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
+                                                          "(" + ", ".join(texts) + ")")
+    if bulk_ops:
+        pointer = _core.capsule_pointer
+        _core.set_attribute_pairs(bulk_ops, bulk_pairs, "xla_shape", "result_layout",
+                                  [pointer(p[0]._CAPIPtr) for p in pairs], [pointer(p[1]._CAPIPtr) for p in pairs],
+                                  CAPI_LIBRARY)
 
 
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bool) -> list[InsertedCopy]:
@@ -196,6 +222,11 @@ def _name_quickly(ins: Instruction) -> None:
     other location is left to ``location_text``.
     """
     w = ins.where
+    if w.__class__ is int:  # a location the import read by pointer: as the bindings' NameLoc, if it is one
+        try:
+            w = _NAME_LOC(location_object(w))
+        except (TypeError, ValueError):
+            return
     if w.__class__ is _NAME_LOC and w.child_loc.__class__ is _UNKNOWN_LOC:
         name = w.name_str
         # MLIR's printer escapes quotes, backslashes and every byte outside printable ASCII.

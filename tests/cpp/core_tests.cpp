@@ -12,6 +12,7 @@
 #include "facts.h"
 #include "index.h"
 #include "layouts.h"
+#include "mlir_capi.h"
 #include "order.h"
 #include "propagators.h"
 #include "provenance.h"
@@ -613,6 +614,20 @@ void test_parameters_are_pinned_each_from_a_record_of_its_own() {
   CHECK(refused);
 }
 
+void test_the_c_api_search_names_why_it_found_nothing() {
+  // A library this program never loaded, then one it did that holds no MLIR
+  // (the C library): each answer is a reason, never a half-filled table.
+  std::string why;
+  CHECK(slcore::find_mlir_capi("libnot_loaded_here.so", why) == nullptr);
+  CHECK(why == "libnot_loaded_here.so is not loaded in this process");
+  CHECK(slcore::find_mlir_capi("libc.so.6", why) == nullptr);
+  CHECK(!why.empty());
+  // Asked again, the same answer, without a second search.
+  std::string again;
+  CHECK(slcore::find_mlir_capi("libc.so.6", again) == nullptr);
+  CHECK(again == why);
+}
+
 }  // namespace
 
 int main() {
@@ -640,6 +655,7 @@ int main() {
   test_default_buffers_follow_the_buffer_ids_per_computation();
   test_a_run_of_one_layout_computations_reports_each_interface();
   test_parameters_are_pinned_each_from_a_record_of_its_own();
+  test_the_c_api_search_names_why_it_found_nothing();
   if (failures) {
     std::fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
