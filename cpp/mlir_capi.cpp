@@ -5,11 +5,14 @@
 // or held, and the process's resident memory does not grow with them.
 #include "mlir_capi.h"
 
+#if defined(__linux__)
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <unistd.h>
+#endif
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -18,6 +21,8 @@
 
 namespace slcore {
 namespace {
+
+#if defined(__linux__)
 
 struct Wanted {
   const char* name;
@@ -175,6 +180,15 @@ std::string resolve(const std::string& library, MlirCApi& api) {
   }
   return "";
 }
+
+#else
+
+// Elsewhere the library is no ELF file (a Mach-O dylib, a DLL): the walk reads through the bindings.
+std::string resolve(const std::string& library, MlirCApi&) {
+  return "finding " + library + "'s C API is implemented for Linux's ELF libraries only";
+}
+
+#endif
 
 }  // namespace
 
