@@ -2,7 +2,8 @@
 
 The benchmark itself (bench/run.py, minutes) is not run here; what it is
 built from is: the parse + walk + print floor (bench/baseline.py), the
-peak-RSS wrapper (bench/peak.py), the whole-commands table, and the phase
+peak-RSS wrapper (bench/peak.py), the whole-commands table, the A/B in
+turns (bench/alternate.py), and the phase
 script bench/instructions.py runs under callgrind (run natively here, so a
 change of the engine's entry points that bench/phases.py does not follow
 fails in the suite, not in the next benchmark run).
@@ -125,3 +126,27 @@ def test_instruction_counts_with_explain_print_its_ratio_to_the_command(monkeypa
     asked.clear()
     assert instructions.main(["--input", str(REPO / DUMP)]) == 0
     assert "explain" not in asked
+
+
+def test_alternate_runs_both_checkouts_in_turns() -> None:
+    """bench/alternate.py: one line per process, this checkout then the other, each with every pass phase."""
+    proc = _python("bench/alternate.py", "--code", str(REPO), "--input", str(REPO / DUMP), "--runs", "2",
+                   "--repeat", "1")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.decode().splitlines()
+    assert lines[0] == f"input: {REPO / DUMP}"
+    runs = [line.split()[:3] for line in lines[1:]]
+    assert runs == [["run", "1", "this"], ["run", "1", "other"], ["run", "2", "this"], ["run", "2", "other"]]
+    for line in lines[1:]:
+        phases = dict(word.split("=") for word in line.split() if "=" in word)
+        assert list(phases) == ["import", "propagate", "rewrite", "pass"] and all(v.isdigit() for v in phases.values())
+
+
+def test_alternate_names_a_checkout_that_fails(tmp_path) -> None:
+    code = tmp_path / "broken"
+    (code / "stablehlo_layout").mkdir(parents=True)
+    (code / "stablehlo_layout" / "__init__.py").write_text("raise ImportError('broken checkout')\n")
+    proc = _python("bench/alternate.py", "--code", str(code), "--input", str(REPO / DUMP), "--runs", "1",
+                   "--repeat", "1")
+    assert proc.returncode != 0
+    assert b"the other checkout's run failed" in proc.stderr
