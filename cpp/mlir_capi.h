@@ -7,8 +7,9 @@
 // C API directly.  jaxlib builds MLIR's C API into libjax_common.so but
 // exports none of it; the functions keep their names in the library's ELF
 // symbol table, where this room finds them once per process.  Where they
-// cannot be found (another build, a stripped library), `find` says why and
-// the importer keeps its bindings-only walk, which reads the same values.
+// cannot be found (another build, a stripped library), `find_mlir_capi` says
+// why and the importer keeps its bindings-only walk, which reads the same
+// values.
 //
 // The C API passes its handles (MlirOperation, MlirValue, ...) as structs of
 // one pointer; here they are that pointer.

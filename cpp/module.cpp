@@ -152,7 +152,6 @@ nb::object slot_tuple(const slcore::Slot& s) {
 
 PyObject* demand_error = nullptr;
 
-
 // A capsule's pointer (the bindings' ``_CAPIPtr``), whatever the capsule's name.
 void* capsule_pointer(nb::handle capsule, const char* what) {
   void* p = PyCapsule_IsValid(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
@@ -199,7 +198,8 @@ NB_MODULE(_core, m) {
   m.attr("RULE_NAMES") = nb::tuple(names);
 
   m.def(
-      "capsule_pointer", [](nb::handle capsule) { return reinterpret_cast<uintptr_t>(capsule_pointer(capsule, "capsule_pointer")); },
+      "capsule_pointer",
+      [](nb::handle capsule) { return reinterpret_cast<uintptr_t>(capsule_pointer(capsule, "capsule_pointer")); },
       "The pointer an MLIR _CAPIPtr capsule holds, as an int (block_rows' identities).");
   m.def(
       "find_mlir_capi",
@@ -223,14 +223,17 @@ NB_MODULE(_core, m) {
         if (api == nullptr) throw std::runtime_error("block_rows: " + why);
         if (most < 1) throw std::invalid_argument("block_rows: a window holds at least one op");
         void* block = capsule_pointer(block_capsule, "block_rows");
-        const intptr_t na = after == 0 ? api->block_num_arguments(block) : 0;
-        nb::object args = pointer_tuple(na, [&](intptr_t i) { return api->block_argument(block, i); });
-        nb::object arg_types =
-            pointer_tuple(na, [&](intptr_t i) { return api->value_type(api->block_argument(block, i)); });
+        std::vector<void*> values(after == 0 ? api->block_num_arguments(block) : 0);
+        for (size_t i = 0; i < values.size(); ++i) values[i] = api->block_argument(block, static_cast<intptr_t>(i));
+        const auto listed = [&](intptr_t i) { return values[i]; };
+        const auto typed = [&](intptr_t i) { return api->value_type(values[i]); };
+        const intptr_t na = static_cast<intptr_t>(values.size());
+        nb::object args = pointer_tuple(na, listed), arg_types = pointer_tuple(na, typed);
         nb::list operands, results, types, ops, locations;
         void* op = after == 0 ? api->block_first_operation(block)
                               : api->operation_next_in_block(reinterpret_cast<void*>(after));
-        for (intptr_t n = 0; op != nullptr && n < most; op = api->operation_next_in_block(op), ++n) {
+        void* last = nullptr;  // the window's last op
+        for (intptr_t n = 0; op != nullptr && n < most; last = op, op = api->operation_next_in_block(op), ++n) {
           PyObject* handle = PyLong_FromVoidPtr(op);
           if (handle == nullptr) throw nb::python_error();
           ops.append(nb::steal(handle));
@@ -239,14 +242,14 @@ NB_MODULE(_core, m) {
           locations.append(nb::steal(where));
           operands.append(pointer_tuple(api->operation_num_operands(op),
                                         [&](intptr_t i) { return api->operation_operand(op, i); }));
-          const intptr_t nr = api->operation_num_results(op);
-          results.append(pointer_tuple(nr, [&](intptr_t i) { return api->operation_result(op, i); }));
-          types.append(
-              pointer_tuple(nr, [&](intptr_t i) { return api->value_type(api->operation_result(op, i)); }));
+          values.resize(static_cast<size_t>(api->operation_num_results(op)));
+          for (size_t i = 0; i < values.size(); ++i) values[i] = api->operation_result(op, static_cast<intptr_t>(i));
+          const intptr_t nr = static_cast<intptr_t>(values.size());
+          results.append(pointer_tuple(nr, listed));
+          types.append(pointer_tuple(nr, typed));
         }
-        // The last op of the window, to go on after; 0 once the block is done.
-        uintptr_t next = 0;
-        if (op != nullptr) next = static_cast<uintptr_t>(nb::cast<uintptr_t>(ops[ops.size() - 1]));
+        // Where the next window goes on: after this one's last op; 0 once the block is done.
+        const uintptr_t next = op == nullptr ? 0 : reinterpret_cast<uintptr_t>(last);
         return nb::make_tuple(args, arg_types, operands, results, types, ops, locations, next);
       },
       nb::arg("block"), nb::arg("library"), nb::arg("after") = 0, nb::arg("most") = INTPTR_MAX,
