@@ -75,7 +75,7 @@ def aliased_operands(g: "Graph", iid: int) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     seen: set[int] = set()
     for output, n in attrs["aliases"]:
-        if n in seen or n >= len(ins.operands):
+        if n in seen or n >= ins.operand_count:
             continue
         seen.add(n)
         v = g.values[ins.operands[n]]
@@ -101,7 +101,8 @@ def in_place_copies(a: "Assignment") -> list["CopyEdge"]:
     out: list[CopyEdge] = []
     # Only custom calls alias, and the importer lists every op with aliases
     # among the ones carrying the core's attributes (graph.Columns.attributed).
-    calls = [ins for ins in map(g.instrs.__getitem__, g.columns.attributed) if ins.attrs.get("aliases")]
+    attrs = g.columns.attrs
+    calls = [g.instrs[i] for i in g.columns.attributed if attrs[i].get("aliases")]
     if not calls:
         return out
     live = live_computations(g)

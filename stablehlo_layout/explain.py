@@ -545,12 +545,13 @@ class _Fixer:
                            if g.instrs[e.consumer].op == "root" and g.comps[g.instrs[e.consumer].comp].is_entry]
                 if child is not None and child.kind == BUFFER:
                     results += self._results_of(child.target[0])
-                root = g.instrs[g.comps[g.entry].root]  # type: ignore[index]
+                # Read once: a view lists its operands anew on every read.
+                root_operands = g.instrs[g.comps[g.entry].root].operands  # type: ignore[index]
                 for i in dict.fromkeys(results):
                     if self._pinned(g.entry_result_modes, i):
                         out.append(("auto-result", i, "auto"))
                         # The producer's layout fits only the result that is the copied value.
-                        if g.values[root.operands[i]].buffer == g.values[group.value].buffer:
+                        if g.values[root_operands[i]].buffer == g.values[group.value].buffer:
                             out.append(("pin-result", i, self.a.layouts[group.value]))
             child = node
         return list({(c, i): (c, i, m) for c, i, m in out}.values())

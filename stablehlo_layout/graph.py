@@ -12,6 +12,15 @@ The graph mirrors what XLA's pass sees in HLO:
   point at the defining value's buffer, like XLA's points-to analysis;
 * a ``Computation`` per function body or region, with its caller.
 
+Values and instructions are rows of flat columns (``Columns``), not an
+object each: ``graph.values[v]`` and ``graph.instrs[i]`` hand out a small
+view (``Value``, ``Instruction``) over row ``v`` / ``i``, made when asked.
+An object per value and per instruction, with their operand and result
+lists, was most of the import's memory (~110 MB for a 150k-op module);
+the columns hold the same in ~25 bytes a row.  The importer appends to
+the columns as plain lists and ``Graph.freeze`` packs them into arrays
+once the walk is over; readers that visit every row read the columns.
+
 Nothing here holds an MLIR handle (the importer and rewriter keep those),
 except locations, which are immutable and formatted only when read: an
 op's ``where`` is its location, or, where the import read the C API, the
@@ -22,15 +31,16 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from itertools import accumulate, chain
-from operator import attrgetter
+from itertools import accumulate, compress, count, repeat
+from operator import length_hint
 import re
-from typing import Any
+from typing import Any, Iterator
 
 from .layout import ArrayShape, Dims, Layout
 
-# Value kinds.  Only arrays carry layouts.
-ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
+# Value kinds, by their number in the columns.  Only arrays carry layouts.
+KINDS = ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
+KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 # The attributes the engine's set-up hands the core (index.build_engine): a
 # permutation, broadcast dimensions, a dimension, a custom call's aliases, and
 # a custom call's target (the engine marks such calls layout-constrained);
@@ -68,40 +78,135 @@ class UseRows:
         return list(zip(self.user[s:e], self.operand[s:e]))
 
 
-@dataclass(slots=True)
 class Value:
-    id: int
-    kind: str
-    element: str  # XLA element spelling for arrays, type text otherwise
-    dims: Dims  # () for scalars and non-arrays
-    producer: int  # instruction id
-    index: int  # result number, or parameter number
-    buffer: int  # id of the value whose buffer this value points to
-    # The uses (``uses``): a list once read or set, until then the graph's UseRows.
-    _uses: "list[tuple[int, int]] | UseRows" = field(default_factory=list, repr=False, compare=False)
-    # For a tuple value: its element values, in shape-index order.
-    elements: list[int] | None = None
-    # Kept as fields, not properties: the engine reads them millions of times.
-    rank: int = 0
-    is_array: bool = False
+    """A view of one value's row of the graph's columns.
+
+    A value is an op result or block argument; result ``i`` of a multi-result
+    op is XLA's shape index ``{i}``.  Views are made when asked for and hold
+    nothing but the row number: two views of one value read and write the
+    same row.  ``kind`` is ARRAY / TOKEN / TUPLE / OTHER; ``element`` the XLA
+    element spelling of an array, the type's text otherwise; ``dims`` ()
+    for scalars and non-arrays; ``producer`` its instruction; ``index`` its
+    result or parameter number; ``buffer`` the value whose buffer it points
+    to (itself unless it forwards or takes apart another); ``elements`` a
+    tuple's element values in shape-index order (None otherwise)."""
+
+    __slots__ = ("_c", "id")
+
+    def __init__(self, columns: "Columns", vid: int) -> None:
+        self._c, self.id = columns, vid
+
+    def __repr__(self) -> str:
+        return (f"Value(id={self.id}, kind={self.kind!r}, element={self.element!r}, dims={self.dims!r}, "
+                f"producer={self.producer}, index={self.index}, buffer={self.buffer})")
+
+    @property
+    def kind(self) -> str:
+        return KINDS[self._c.kind[self.id]]
+
+    @property
+    def element(self) -> str:
+        return self._c.element[self.id]
+
+    @property
+    def dims(self) -> Dims:
+        return self._c.shape_dims[self._c.shape[self.id]]
+
+    @property
+    def rank(self) -> int:
+        return len(self._c.shape_dims[self._c.shape[self.id]])
+
+    @property
+    def is_array(self) -> bool:
+        return self._c.kind[self.id] == 0
+
+    @property
+    def producer(self) -> int:
+        return self._c.producer[self.id]
+
+    @property
+    def index(self) -> int:
+        return self._c.index[self.id]
+
+    @property
+    def buffer(self) -> int:
+        return self._c.buffer_of.get(self.id, self.id)
+
+    @property
+    def elements(self) -> list[int] | None:
+        return self._c.elements.get(self.id)
+
+    @elements.setter
+    def elements(self, elements: list[int] | None) -> None:
+        if elements is None:
+            self._c.elements.pop(self.id, None)
+        else:
+            self._c.elements[self.id] = elements
 
     @property
     def uses(self) -> list[tuple[int, int]]:
         """(instruction, operand number) pairs that read this value: each reader's
         own operands before its implicit captures, in instruction order (XLA's
-        where the importer reordered them)."""
-        u = self._uses
-        if u.__class__ is not list:
-            u = self._uses = u.row(self.id)  # type: ignore[union-attr]
-        return u  # type: ignore[return-value]
+        where the importer reordered them).  Listed from the core's rows the
+        first time a reader asks, and kept: few values are asked."""
+        c = self._c
+        u = c.uses.get(self.id)
+        if u is None:
+            u = c.uses[self.id] = c.use_rows.row(self.id)
+        return u
 
     @uses.setter
     def uses(self, uses: list[tuple[int, int]]) -> None:
-        self._uses = uses
+        self._c.uses[self.id] = uses
 
     def retype(self, kind: str, element: str, dims: Dims) -> None:
-        self.kind, self.element, self.dims = kind, element, dims
-        self.rank, self.is_array = len(dims), kind == ARRAY
+        c = self._c
+        c.kind[self.id] = KIND_CODE[kind]
+        c.element[self.id] = element
+        c.shape[self.id] = c.code_of_shape(dims) if kind == ARRAY else 0
+
+
+class _Rows:
+    """A sequence of views over the columns' rows (``Graph.values``, ``Graph.instrs``)."""
+
+    __slots__ = ("_c",)
+    _view: type
+
+    def __init__(self, columns: "Columns") -> None:
+        self._c = columns
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def _other(self, i: Any) -> Any:
+        """A row asked for by a negative index; anything else is refused."""
+        n = len(self)
+        if i.__class__ is int and -n <= i < 0:
+            return self._view(self._c, i + n)
+        raise IndexError(f"no row {i!r} of {n}")
+
+
+    def __iter__(self) -> Iterator[Any]:
+        view, c = self._view, self._c
+        return (view(c, i) for i in range(len(self)))
+
+    def __reversed__(self) -> Iterator[Any]:
+        view, c = self._view, self._c
+        return (view(c, i) for i in reversed(range(len(self))))
+
+
+class ValueRows(_Rows):
+    __slots__ = ()
+    _view = Value
+
+    def __len__(self) -> int:
+        return len(self._c.producer)
+
+    # Each class its own: a call to __len__ cost more than the view itself.
+    def __getitem__(self, i: int) -> Value:
+        c = self._c
+        return Value(c, i) if i.__class__ is int and 0 <= i < len(c.producer) else self._other(i)
+
 
 
 _LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
@@ -191,29 +296,134 @@ def own_attrs(ins: "Instruction") -> dict[str, Any]:
     return ins.attrs
 
 
-@dataclass(slots=True)
 class Instruction:
-    id: int
-    op: str  # MLIR op name, or "parameter" / "root"
-    comp: int
-    operands: list[int]
-    results: list[int]
-    attrs: dict[str, Any]  # a SharedAttrs where many instructions hold the same facts
-    where: Any  # human location text, or a location (object or pointer) formatted on first read
-    # Computations this op calls, and operands beyond the op's own (outer
-    # values a region reads implicitly).  Most ops have neither: they share
-    # one empty tuple, and the importer gives an op a list when it needs one.
-    callees: list[int] | tuple[()] = ()
-    captures: list[int] | tuple[()] = ()
-    scope: str = ""  # the function whose MLIR body holds this op
+    """A view of one instruction's row of the graph's columns.
+
+    ``op`` is the MLIR op name, or "parameter" / "root"; ``comp`` its
+    computation; ``attrs`` the facts the rules read (a SharedAttrs where
+    many instructions hold the same); ``where`` its human location text, or
+    a location (object or C API pointer) formatted on first read (``loc``);
+    ``callees`` the computations it calls and ``captures`` the outer values
+    its regions read beyond its own operands (most ops have neither: ());
+    ``scope`` the function whose MLIR body holds it."""
+
+    __slots__ = ("_c", "id")
+
+    def __init__(self, columns: "Columns", iid: int) -> None:
+        self._c, self.id = columns, iid
+
+    def __repr__(self) -> str:
+        return f"Instruction(id={self.id}, op={self.op!r}, comp={self.comp}, operands={self.operands}, " \
+               f"results={self.results})"
+
+    @property
+    def op(self) -> str:
+        return self._c.op_names[self._c.op[self.id]]
+
+    @property
+    def comp(self) -> int:
+        return self._c.comp[self.id]
+
+    @property
+    def operands(self) -> list[int]:
+        c = self._c
+        if c.result_lists is not None:  # still walking: the rows' starts are not summed yet
+            first = sum(c.operand_count[:self.id])
+            return c.op_items[first:first + c.operand_count[self.id]]  # type: ignore[return-value]
+        s = c.op_start
+        return c.op_items[s[self.id]:s[self.id + 1]].tolist()
+
+    @property
+    def operand_count(self) -> int:
+        """``len(operands)``, without listing them (a root may have thousands)."""
+        c = self._c
+        if c.result_lists is not None:
+            return c.operand_count[self.id]  # type: ignore[index]
+        return c.op_start[self.id + 1] - c.op_start[self.id]
+
+    @property
+    def results(self) -> list[int]:
+        c = self._c
+        if c.result_lists is not None:
+            r = c.result_lists[self.id]
+            return [r] if r.__class__ is int else list(r)  # type: ignore[list-item, arg-type]
+        s = c.res_start
+        return c.res_items[s[self.id]:s[self.id + 1]].tolist()
+
+    @results.setter
+    def results(self, results: list[int]) -> None:
+        c = self._c
+        if c.result_lists is None:
+            raise TypeError("an instruction's results are fixed once the import is over")
+        c.result_lists[self.id] = results[0] if len(results) == 1 else results  # type: ignore[call-overload]
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self._c.attrs[self.id]
+
+    @attrs.setter
+    def attrs(self, attrs: dict[str, Any]) -> None:
+        self._c.attrs[self.id] = attrs
+
+    @property
+    def where(self) -> Any:
+        c = self._c
+        w = c.where_other.get(self.id, _POINTER)
+        return c.where[self.id] if w is _POINTER else w
+
+    @where.setter
+    def where(self, where: Any) -> None:
+        self._c.where_other[self.id] = where
+
+    @property
+    def callees(self) -> list[int] | tuple[()]:
+        return self._c.callees.get(self.id, ())
+
+    @callees.setter
+    def callees(self, callees: list[int]) -> None:
+        self._c.callees[self.id] = callees
+
+    @property
+    def captures(self) -> list[int] | tuple[()]:
+        return self._c.captures.get(self.id, ())
+
+    @captures.setter
+    def captures(self, captures: list[int]) -> None:
+        self._c.captures[self.id] = captures
+
+    @property
+    def scope(self) -> str:
+        return self._c.scope[self.id]
+
+    @scope.setter
+    def scope(self, scope: str) -> None:
+        self._c.scope[self.id] = scope
 
     @property
     def loc(self) -> str:
         """Human location: a NameLoc's name or file:line:col."""
         w = self.where
         if w.__class__ is not str:
-            w = self.where = location_text(w)
+            w = location_text(w)
+            self.where = w
         return w
+
+
+# ``Instruction.where`` of a row whose location is in ``Columns.where`` (no other given).
+_POINTER = object()
+
+
+class InstrRows(_Rows):
+    __slots__ = ()
+    _view = Instruction
+
+    def __len__(self) -> int:
+        return len(self._c.comp)
+
+    def __getitem__(self, i: int) -> Instruction:
+        c = self._c
+        return Instruction(c, i) if i.__class__ is int and 0 <= i < len(c.comp) else self._other(i)
+
 
 
 @dataclass(slots=True)
@@ -231,47 +441,73 @@ class Computation:
 
 @dataclass(slots=True)
 class Columns:
-    """The compiled core's view of the graph, as flat integer columns (``index.py``
-    hands them over, ``cpp/index.h``'s ``Walk`` says what each holds).
+    """The graph's values and instructions as flat columns, one row per id:
+    what ``Value`` and ``Instruction`` views read, and what ``index.py``
+    hands the compiled core (``cpp/index.h``'s ``Walk`` says what each holds).
 
-    The importer appends to them as it makes each value and instruction, so
-    that the engine's set-up copies a few buffers instead of walking every
-    Python object again.  Rows filled out of id order (a tuple's elements, an
-    op's callees and captures) are (owner, item) pairs in the order met.
-    Plain lists, not arrays: a list's ``append`` is the cheapest call in the
-    walk (an array's costs ~15 times more), which makes them once per op, and
-    each entry is an int object the graph holds anyway (an id, a code).  The
-    operand rows are the exception, listed once the walk is over.
+    The importer appends to them as it makes each value and instruction.
+    Plain lists while it walks: a list's ``append`` is the cheapest call in
+    the walk (an array's costs ~4 times more).  ``freeze`` then packs the
+    integer columns into arrays, 4 bytes a row where a list held a pointer
+    and an int object; the per-instruction operand and result lists become
+    ``start`` / ``items`` rows.  Rows filled out of id order (a tuple's
+    elements, an op's callees and captures) are (owner, item) pairs in the
+    order met, for the core, beside a dict by owner for the views.
     """
 
-    # Per value.  ``shape``: its row of the shape table (0: not an array).
-    # A value is its own buffer unless (value, buffer) pairs say otherwise,
-    # the last pair for a value counting.
-    producer: list[int] = field(default_factory=list)
-    shape: list[int] = field(default_factory=list)
+    # Per value.  ``shape``: its row of the shape table (0: not an array);
+    # ``kind``: its number in KINDS.  A value is its own buffer unless
+    # (value, buffer) pairs say otherwise, the last pair for a value counting
+    # (``buffer_of`` holds the same by value).
+    producer: "list[int] | array" = field(default_factory=list)
+    shape: "list[int] | array" = field(default_factory=list)
+    kind: "list[int] | array" = field(default_factory=list)
+    index: "list[int] | array" = field(default_factory=list)
+    element: list[str] = field(default_factory=list)
     element_owner: list[int] = field(default_factory=list)
     element_item: list[int] = field(default_factory=list)
+    elements: dict[int, list[int]] = field(default_factory=dict)
     buffer_value: list[int] = field(default_factory=list)
     buffer_item: list[int] = field(default_factory=list)
-    # Per instruction.  ``op``: its name's number in ``op_names``.  The operand
-    # rows are int32 arrays (``list_operands``).
-    comp: list[int] = field(default_factory=list)
-    op: list[int] = field(default_factory=list)
+    buffer_of: dict[int, int] = field(default_factory=dict)
+    # Every value's uses as the core lists them, and the values' lists once read.
+    use_rows: UseRows = field(default_factory=UseRows)
+    uses: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+    # Per instruction.  ``op``: its name's number in ``op_names``.  While
+    # the walk runs, the operands are one flat list (``op_items``) beside
+    # each instruction's count, and the results a vid per instruction (one
+    # result, most ops) or a list; ``freeze`` makes both start / items rows.
+    # ``where``: its location's C API pointer, or 0 with the location
+    # (object or text) in ``where_other``.
+    comp: "list[int] | array" = field(default_factory=list)
+    op: "list[int] | array" = field(default_factory=list)
+    operand_count: list[int] | None = field(default_factory=list)
+    result_lists: "list[int | list[int] | tuple[()]] | None" = field(default_factory=list)
     op_start: array = field(default_factory=lambda: array("i", [0]))
-    op_items: array = field(default_factory=lambda: array("i"))
+    op_items: "list[int] | array" = field(default_factory=list)
+    res_start: array = field(default_factory=lambda: array("i", [0]))
+    res_items: array = field(default_factory=lambda: array("i"))
+    attrs: list[dict[str, Any]] = field(default_factory=list)
+    where: array = field(default_factory=lambda: array("Q"))
+    where_other: dict[int, Any] = field(default_factory=dict)
+    scope: list[str] = field(default_factory=list)
     callee_owner: list[int] = field(default_factory=list)
     callee_item: list[int] = field(default_factory=list)
+    callees: dict[int, list[int]] = field(default_factory=dict)
     capture_owner: list[int] = field(default_factory=list)
     capture_item: list[int] = field(default_factory=list)
+    captures: dict[int, list[int]] = field(default_factory=dict)
     # The ops with an attribute the engine's set-up reads (CORE_ATTRIBUTES).
     attributed: list[int] = field(default_factory=list)
     # Values whose uses the importer put in another order than the walk met them.
     reordered: list[int] = field(default_factory=list)
-    # The shape table: per distinct array shape its extents (-1: dynamic).
+    # The shape table: per distinct array shape its extents (-1: dynamic),
+    # and its dims as the views hand them out (row 0: not an array, ()).
     shape_code: dict[Dims, int] = field(default_factory=dict)
     shape_is_array: list[int] = field(default_factory=lambda: [0])
     shape_start: list[int] = field(default_factory=lambda: [0, 0])
     shape_items: list[int] = field(default_factory=list)
+    shape_dims: list[Dims] = field(default_factory=lambda: [()])
     op_names: list[str] = field(default_factory=list)
     op_code: dict[str, int] = field(default_factory=dict)
 
@@ -283,16 +519,8 @@ class Columns:
             self.shape_is_array.append(1)
             self.shape_items.extend(-1 if d is None else d for d in dims)
             self.shape_start.append(len(self.shape_items))
+            self.shape_dims.append(dims)
         return code
-
-    def list_operands(self, instrs: list["Instruction"]) -> None:
-        """The operand rows, read off every instruction's operands once the walk
-        made them all: a pass in C over the lists, where appending to the rows
-        in the walk cost two calls per op, and an int object per row end."""
-        operands = list(map(attrgetter("operands"), instrs))
-        self.op_start = array("i", [0])
-        self.op_start.extend(accumulate(map(len, operands)))
-        self.op_items = array("i", chain.from_iterable(operands))
 
     def code_of_op(self, name: str) -> int:
         code = self.op_code.get(name)
@@ -301,11 +529,35 @@ class Columns:
             self.op_names.append(name)
         return code
 
+    def freeze(self) -> None:
+        """Pack the walk's lists into arrays once every row is made (a pass in C
+        over each list); the rows are read-only afterwards, but for the few
+        facts the views may set (attributes, locations, uses)."""
+        for name in ("producer", "shape", "index", "comp", "op"):
+            setattr(self, name, array("i", getattr(self, name)))
+        self.kind = array("b", self.kind)
+        counts, results = self.operand_count, self.result_lists
+        assert counts is not None and results is not None, "the columns are frozen already"
+        self.op_start = array("i", [0])
+        self.op_start.extend(accumulate(counts))
+        self.op_items = array("i", self.op_items)
+        # A row's length is 1 for a vid, len() for a list (length_hint's default).
+        self.res_start = array("i", [0])
+        self.res_start.extend(accumulate(map(length_hint, results, repeat(1))))
+        # The vids go in by runs, the few lists (several results, or none) one by one.
+        items = array("i")
+        done = 0
+        for k in compress(count(), map(isinstance, results, repeat((list, tuple)))):
+            items.extend(results[done:k])
+            items.extend(results[k])  # type: ignore[arg-type]
+            done = k + 1
+        items.extend(results[done:])
+        self.res_items = items
+        self.operand_count = self.result_lists = None
+
 
 @dataclass(slots=True)
 class Graph:
-    values: list[Value] = field(default_factory=list)
-    instrs: list[Instruction] = field(default_factory=list)
     comps: list[Computation] = field(default_factory=list)
     entry: int | None = None
     func_by_name: dict[str, int] = field(default_factory=dict)
@@ -319,34 +571,55 @@ class Graph:
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     columns: Columns = field(default_factory=Columns)
-    use_rows: UseRows = field(default_factory=UseRows)  # every value's uses (Value.uses)
     # The MLIR context whose locations the instructions name by pointer (``Instruction.where``).
     context: Any = None
+    # Views of the columns' rows, by id.
+    values: ValueRows = field(init=False, repr=False, compare=False)
+    instrs: InstrRows = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.values, self.instrs = ValueRows(self.columns), InstrRows(self.columns)
+
+    @property
+    def use_rows(self) -> UseRows:
+        return self.columns.use_rows
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
-        """A new value; ``shape``: its row of the columns' shape table."""
-        vid = len(self.values)
-        v = Value(vid, kind, element, dims, producer, index, vid, self.use_rows, None, len(dims), kind == ARRAY)
-        self.values.append(v)
+        """A new value; ``shape``: its row of the columns' shape table (0 for non-arrays)."""
         c = self.columns
+        vid = len(c.producer)
         c.producer.append(producer)
         c.shape.append(shape)
-        return v
+        c.kind.append(KIND_CODE[kind])
+        c.index.append(index)
+        c.element.append(element)
+        return Value(c, vid)
 
     def share_buffer(self, v: Value, buffer: int) -> None:
-        """``v`` points at ``buffer`` (a forwarded or tuple-built value), in the columns too."""
-        v.buffer = buffer
-        self.columns.buffer_value.append(v.id)
-        self.columns.buffer_item.append(buffer)
-
-    def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any) -> Instruction:
-        iid = len(self.instrs)
-        ins = Instruction(iid, op, comp, operands, [], attrs, loc)
-        self.instrs.append(ins)
+        """``v`` points at ``buffer`` (a forwarded or tuple-built value)."""
         c = self.columns
+        c.buffer_of[v.id] = buffer
+        c.buffer_value.append(v.id)
+        c.buffer_item.append(buffer)
+
+    def add_instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any,
+                  scope: str = "") -> Instruction:
+        """A new instruction, its results still to be listed (``Instruction.results``)."""
+        c = self.columns
+        iid = len(c.comp)
         c.comp.append(comp)
         c.op.append(c.code_of_op(op))
-        return ins
+        c.operand_count.append(len(operands))  # type: ignore[union-attr]
+        c.op_items.extend(operands)  # type: ignore[union-attr]
+        c.result_lists.append(())  # type: ignore[union-attr]
+        c.attrs.append(attrs)
+        c.scope.append(scope)
+        if loc.__class__ is int and loc:
+            c.where.append(loc)
+        else:
+            c.where.append(0)
+            c.where_other[iid] = loc
+        return Instruction(c, iid)
 
     def leaves(self, vid: int) -> list[int]:
         """The array/token leaves of a value: itself, or a tuple's elements flattened."""

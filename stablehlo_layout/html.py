@@ -468,9 +468,9 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                            W["pinned" if pinned else "free"], if_free])
     results = []
     result_rows = []
-    root = g.instrs[entry.root] if entry.root >= 0 else None
+    root_operands = g.instrs[entry.root].operands if entry.root >= 0 else None
     for i, lay in enumerate(a.entry_results):
-        v = g.values[root.operands[i]] if root is not None else None
+        v = g.values[root_operands[i]] if root_operands is not None else None
         mode = g.entry_result_modes[i] if i < len(g.entry_result_modes) else None
         pinned = v is not None and v.is_array and (isinstance(mode, tuple)
                                                    or (mode is None and a.entry_mode == "default"))

@@ -19,7 +19,7 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, SharedAttrs, Value,
+from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, SharedAttrs,
                     location_text, own_attrs, shape_text)
 from .hlo_metadata import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
@@ -94,16 +94,16 @@ class Handles:
         Found from its producer, not kept per value: only the few values that
         get a copy are ever looked up.
         """
-        v = g.values[vid]
-        ins = g.instrs[v.producer]
-        if ins.op == "parameter":
-            if ins.results[0] != vid or "capture" in ins.attrs:
+        c = g.columns  # its rows, not views: a large module asks for thousands
+        iid, index = c.producer[vid], c.index[vid]
+        if c.op_names[c.op[iid]] == "parameter":  # one result; ``index``: the parameter's number
+            if c.res_items[c.res_start[iid]] != vid or "capture" in c.attrs[iid]:
                 return None
-            return self.regions[ins.comp].blocks[0].arguments[v.index]
-        if ins.results[v.index] != vid:
+            return self.regions[c.comp[iid]].blocks[0].arguments[index]
+        if c.res_items[c.res_start[iid] + index] != vid:
             return None  # an element of a tuple result
-        op = self.ops[ins.id]
-        return None if op is None else op.results[v.index]
+        op = self.ops[iid]
+        return None if op is None else op.results[index]
 
 
 
@@ -417,7 +417,7 @@ class _Importer:
         # Either way a value is known by its key, and a type by its key.
         self.rows = _capi_rows if (_capi_usable() if by_identity is None else by_identity) else _bindings_rows
         if self.rows is _capi_rows:
-            self.h.op_ptrs = []
+            self.h.op_ptrs = array("q")
             self.g.context = self.module.context  # the locations' owner (location_at)
         self.vid: dict[Any, int] = {}
         self.comp_parent: dict[int, int | None] = {}
@@ -453,10 +453,10 @@ class _Importer:
         elif isinstance(t, ir.TupleType):
             val = g.add_value(TUPLE, str(t), (), producer, index)
             # Each element is its own buffer (an XLA shape index), defined by the producer.
-            val.elements = [self._new_value(None, t.get_type(i), producer, index, comp)
-                            for i in range(t.num_types)]
-            g.columns.element_owner.extend([val.id] * len(val.elements))
-            g.columns.element_item.extend(val.elements)
+            elements = [self._new_value(None, t.get_type(i), producer, index, comp) for i in range(t.num_types)]
+            val.elements = elements
+            g.columns.element_owner.extend([val.id] * len(elements))
+            g.columns.element_item.extend(elements)
         elif "token" in str(t):
             val = g.add_value(TOKEN, "token", (), producer, index)
         else:
@@ -486,8 +486,7 @@ class _Importer:
     def _instr(self, op: str, comp: int, operands: list[int], attrs: dict[str, Any], loc: Any,
                handle: ir.Operation | None, pointer: int = 0) -> Instruction:
         """A parameter (no ``handle``) or a root (its terminator, by ``pointer`` too)."""
-        ins = self.g.add_instr(op, comp, operands, attrs, loc)
-        ins.scope = self.scope
+        ins = self.g.add_instr(op, comp, operands, attrs, loc, self.scope)
         if self.h.op_ptrs is not None:
             self.h.op_ptrs.append(pointer)
         else:
@@ -531,9 +530,7 @@ class _Importer:
         """The parameter of ``comp`` that shows ``outer`` (its parent's view of ``vid``)."""
         c = self.g.comps[comp]
         caller = self.g.instrs[c.caller]  # type: ignore[index]
-        if not caller.captures:
-            caller.captures = []
-        caller.captures.append(outer)  # type: ignore[union-attr]
+        self.g.columns.captures.setdefault(caller.id, []).append(outer)
         self.g.columns.capture_owner.append(caller.id)
         self.g.columns.capture_item.append(outer)
         own_attrs(caller).setdefault("capture_params", []).append((comp, len(c.params)))
@@ -541,10 +538,8 @@ class _Importer:
         p = self._instr("parameter", comp, [], {"number": len(c.params), "capture": outer}, caller.loc, None)
         p.scope = caller.scope
         pv = self._new_value(None, _NO_TYPE, p.id, len(c.params), comp)
-        val = self.g.values[pv]
-        val.retype(ov.kind, ov.element, ov.dims)
-        self.g.columns.shape[pv] = self.g.columns.shape[outer]
-        p.results.append(pv)
+        self.g.values[pv].retype(ov.kind, ov.element, ov.dims)
+        p.results = [pv]
         c.params.append(p.id)
         c.instrs.insert(len(c.params) - 1, p.id)
         self.captured[comp][vid] = pv
@@ -611,9 +606,8 @@ class _Importer:
         # Every value's uses, listed once the walk is over (the core's order: own
         # operands before captures, in instruction order), then XLA's orders.
         cols = self.g.columns
-        cols.list_operands(self.g.instrs)
+        cols.freeze()
         if self.h.op_ptrs is not None:
-            self.h.op_ptrs = array("q", self.h.op_ptrs)  # one int object per op was the list's
             self.h.ops = LazyOps(self.h.op_ptrs, _core.capsule_name(self.module._CAPIPtr))
         self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
                                              array("i", cols.capture_owner), array("i", cols.capture_item)))
@@ -697,12 +691,16 @@ class _Importer:
         vid, value_comp = self.vid, self.value_comp
         # The common cases of _instr and _new_value are written out below: they
         # run once per op and per result.
-        values, instrs, comp_instrs = g.values, g.instrs, comp.instrs
+        comp_instrs = comp.instrs
         hops, scope, capture = self.h.ops, self.scope, self._capture
         op_facts = self.op_facts
-        use_rows = g.use_rows
         cols = g.columns
-        col_producer, col_shape, col_comp, col_op = cols.producer, cols.shape, cols.comp, cols.op
+        col_producer, col_shape, col_kind, col_index, col_element = (
+            cols.producer, cols.shape, cols.kind, cols.index, cols.element)
+        col_comp, col_op, col_count, col_items, col_results, col_attrs, col_where, col_scope = (
+            cols.comp, cols.op, cols.operand_count, cols.op_items, cols.result_lists, cols.attrs, cols.where,
+            cols.scope)
+        assert col_count is not None and col_results is not None
         # The ops themselves, not their OpViews: every property read on a view
         # goes through one more Python call.  One at a time: where the walk
         # keeps pointers (``Handles.op_ptrs``) each op's object goes when the
@@ -766,18 +764,25 @@ class _Importer:
                 if given is not None:
                     attrs = {**attrs, "given_layout": given}
             # Graph.add_instr, written out: this runs once per op.
-            iid = len(instrs)
+            iid = len(col_comp)
+            col_comp.append(cid)
+            col_op.append(code)
+            col_count.append(len(operands))
+            col_items.extend(operands)  # type: ignore[union-attr]
             # Its results are listed once its regions are walked (their values come first).
-            where = op.location if where_rows is None else where_rows[at]
-            ins = Instruction(iid, name, cid, operands, None, attrs, where, (), (), scope)  # type: ignore[arg-type]
-            instrs.append(ins)
+            col_results.append(())
+            col_attrs.append(attrs)
+            col_scope.append(scope)
+            if where_rows is None:
+                col_where.append(0)
+                cols.where_other[iid] = op.location
+            else:
+                col_where.append(where_rows[at])
             if hptrs is not None:
                 hptrs.append(op_ptrs[at])
             else:
                 hops.append(op)
             comp_instrs.append(iid)
-            col_comp.append(cid)
-            col_op.append(code)
             if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
             if not no_regions and len(op.regions):
@@ -789,11 +794,9 @@ class _Importer:
                     # Named after the function and the op's id alone (unique), not the
                     # whole nesting path, which grows with depth: 10,000 nested loops
                     # would spend gigabytes on names.
-                    child = self._new_comp(f"{self.func_of[cid]}.{name.split('.')[-1]}{ins.id}.{kind}{k}",
-                                           kind, ins.id, cid)
-                    if not ins.callees:
-                        ins.callees = []
-                    ins.callees.append(child)  # type: ignore[union-attr]
+                    child = self._new_comp(f"{self.func_of[cid]}.{name.split('.')[-1]}{iid}.{kind}{k}",
+                                           kind, iid, cid)
+                    cols.callees.setdefault(iid, []).append(child)
                     cols.callee_owner.append(iid)
                     cols.callee_item.append(child)
                     yield self._walk_region(region, child)
@@ -804,21 +807,24 @@ class _Importer:
                 res = op_results[0]
                 known = type_index.get(type_rows[at][0])
                 if known is not None:  # Graph.add_value for a known tensor type, written out
-                    n = len(values)
-                    values.append(Value(n, ARRAY, known[0], known[1], iid, 0, n, use_rows, None, known[2], True))
+                    n = len(col_producer)
                     col_producer.append(iid)
                     col_shape.append(known[3])
+                    col_kind.append(0)  # ARRAY
+                    col_index.append(0)
+                    col_element.append(known[0])
                     vid[res] = n
                     value_comp.append(cid)
                     results = [n]
                 else:
                     results = [self._new_keyed_value(res, type_rows[at][0], lambda: op.results[0].type,  # noqa: B023
                                                      iid, 0, cid)]
+                col_results[iid] = results[0]  # one result: its vid, not a list
             else:
                 types = type_rows[at]
                 results = [self._new_keyed_value(res, types[r], lambda: op.results[r].type, iid, r, cid)  # noqa: B023
                            for r, res in enumerate(op_results)]
-            ins.results = results
+                col_results[iid] = results
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
@@ -831,7 +837,7 @@ class _Importer:
             if rule.forwards:
                 for r, v in enumerate(results):
                     if r < len(operands):
-                        g.share_buffer(g.values[v], g.values[operands[r]].buffer)
+                        g.share_buffer(g.values[v], cols.buffer_of.get(operands[r], operands[r]))
         return None
 
     def _inline_call(self, op: ir.Operation, cid: int, operands: list[int], result_keys: tuple) -> Walk:
@@ -867,15 +873,19 @@ class _Importer:
         self.inlining.pop()
 
     def _link_calls(self) -> None:
-        for ins in self.g.instrs:
-            if ins.op == "func.call":
-                callee = self.g.func_by_name.get(ins.attrs["callee"])
-                if callee is None:
-                    raise PassError(f"call to unknown function @{ins.attrs['callee']}", ins.loc)
-                ins.callees = [callee]
-                self.g.columns.callee_owner.append(ins.id)
-                self.g.columns.callee_item.append(callee)
-                self.g.comps[callee].callers.append(ins.id)
+        cols = self.g.columns
+        code = cols.op_code.get("func.call")
+        if code is None:
+            return
+        for iid in [i for i, c in enumerate(cols.op) if c == code]:
+            ins = self.g.instrs[iid]
+            callee = self.g.func_by_name.get(ins.attrs["callee"])
+            if callee is None:
+                raise PassError(f"call to unknown function @{ins.attrs['callee']}", ins.loc)
+            ins.callees = [callee]
+            cols.callee_owner.append(iid)
+            cols.callee_item.append(callee)
+            self.g.comps[callee].callers.append(iid)
 
     def _read_entry_signature(self) -> None:
         g = self.g

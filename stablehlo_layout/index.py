@@ -141,7 +141,7 @@ def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target
 
     The three callables are the target's derivations the core cannot make
     itself (see ``_derivations``)."""
-    c, instrs, comps = g.columns, g.instrs, g.comps
+    c, comps = g.columns, g.comps
     hlo, bits, back, fwd, attr_of = array("B"), array("H"), array("B"), array("B"), []
     for rule in rules.distinct:
         h, b = _HLO.get(rule.hlo, 0), _bits(rule)
@@ -158,7 +158,7 @@ def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target
     constrained, alias_owner, alias_item = array("i"), array("i"), array("i")
     rule_of = rules.of
     for k in c.attributed:
-        a = instrs[k].attrs
+        a = c.attrs[k]
         name = attr_of[rule_of[k]]
         if name == "dim":
             dim_owner.append(k)

@@ -171,6 +171,24 @@ class _OperandValues:
         return row
 
 
+class _Leaves(Sequence):
+    """Per instruction, XLA's shape indices: its results with tuples flattened
+    (the core flattens; most instructions have no tuple result and read their
+    results' row)."""
+
+    __slots__ = ("_instrs", "_flat")
+
+    def __init__(self, g: Graph, flat: dict[int, list[int]]) -> None:
+        self._instrs, self._flat = g.instrs, flat
+
+    def __len__(self) -> int:
+        return len(self._instrs)
+
+    def __getitem__(self, iid: int) -> list[int]:  # type: ignore[override]
+        flat = self._flat.get(iid)
+        return self._instrs[iid].results if flat is None else flat
+
+
 class Engine:
     """The driver of XLA's pass over the compiled core (``cpp/propagators.*``).
 
@@ -244,10 +262,7 @@ class Engine:
         self.index = build_index(graph, rule_table)
         # XLA's shape indices: per instruction, its results with tuples flattened
         # (the core flattens; most instructions have no tuple result and keep their list).
-        leaves: list[list[int]] = list(map(attrgetter("results"), graph.instrs))
-        for iid, flat in self.index.tuple_shape_indices():
-            leaves[iid] = flat
-        self.leaves: Sequence[list[int]] = tuple(leaves)
+        self.leaves: Sequence[list[int]] = _Leaves(graph, dict(self.index.tuple_shape_indices()))
         self.trivial, self._specials = self._per_computation(rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
@@ -362,10 +377,9 @@ class Engine:
         special.update(c.callee_owner)
         special.update(compress(count(), map(special_rule.__getitem__, of)))
         # The importer lists every op carrying these among its attributed ones (graph.CORE_ATTRIBUTES).
-        instrs = g.instrs
         kept: set[int] = set()
         for i in c.attributed:
-            attrs = instrs[i].attrs
+            attrs = c.attrs[i]
             if "infeed_layouts" in attrs or "channel" in attrs:
                 special.add(i)
                 kept.add(i)
@@ -747,10 +761,11 @@ class Engine:
             if lays and lays[0] is not None:
                 self.set_operand_layout(lays[0], ins.id, 0, True, True, self.current_priority, origin)
             return
+        operands = ins.operands  # read once: a view lists them anew on every read
         for n, lay in enumerate(ins.attrs["operand_layouts"]):
-            if n >= len(ins.operands):
+            if n >= len(operands):
                 break
-            v = g.values[ins.operands[n]]
+            v = g.values[operands[n]]
             if v.is_array and lay is not None and len(lay) == v.rank:
                 self.set_operand_layout(lay, ins.id, n, True, True, self.current_priority, origin)
 
@@ -870,10 +885,10 @@ class Engine:
             free = self.caller_decides.get(iid)
             if not free:
                 continue
-            ins = g.instrs[iid]
+            operands, leaves = g.instrs[iid].operands, self.leaves[iid]
             for n in free:
-                result = g.values[self.leaves[iid][n]].buffer
-                initial = g.values[ins.operands[n]].buffer
+                result = g.values[leaves[n]].buffer
+                initial = g.values[operands[n]].buffer
                 init = bc.get(initial)
                 if init is None:
                     demand = bc.get(result)
@@ -918,9 +933,10 @@ class Engine:
             ins = g.instrs[iid]
             cond, body = ins.callees
             bl, cdl = self.comp_layouts[body], self.comp_layouts[cond]
+            operands, leaves = ins.operands, self.leaves[iid]
             for n in free:
-                result = g.values[self.leaves[iid][n]].buffer
-                initial = g.values[ins.operands[n]].buffer
+                result = g.values[leaves[n]].buffer
+                initial = g.values[operands[n]].buffer
                 if result not in unconstrained:
                     lay = self._layout_of(result)
                 elif initial not in unconstrained and not (
@@ -1233,6 +1249,7 @@ class Engine:
             return False
         cl = self.comp_layouts[g.entry]  # type: ignore[index]
         comp = g.comps[g.entry]  # type: ignore[index]
+        root_operands = g.instrs[comp.root].operands  # read once: a view lists them anew on every read
         changed = False
         for p, r in g.entry_aliases:
             if p >= len(cl.params) or r >= len(cl.results):
@@ -1240,7 +1257,7 @@ class Engine:
             if self.given_params[p] is not None and self.given_results[r] is not None:
                 continue
             pl = self._layout_of(g.instrs[comp.params[p]].results[0])
-            rl = self._layout_of(g.instrs[comp.root].operands[r])
+            rl = self._layout_of(root_operands[r])
             if pl is None or rl is None or pl == rl:
                 continue  # XLA leaves an alias pair alone once its layouts agree
             changed = True
@@ -1267,9 +1284,8 @@ class Engine:
         # Inside a branch that copies its parameter, every use reads the copy:
         # the layout uses see, where it differs from the parameter's own.
         effective: dict[int, L.Layout | None] = {}
-        for ins in g.instrs:  # outer region ops come before the ones nested in them
-            if not ins.captures:
-                continue
+        # Outer region ops come before the ones nested in them (ids in walk order).
+        for ins in map(g.instrs.__getitem__, sorted(g.columns.captures)):
             base = len(ins.operands)
             for k, (comp, number) in enumerate(ins.attrs.get("capture_params", ())):
                 ov = g.values[ins.captures[k]]
@@ -1293,13 +1309,13 @@ class Engine:
                 continue
             if not (comp.is_entry or cl.result_set):
                 continue
-            root = g.instrs[comp.root]
-            arrays = [i for i, v in enumerate(root.operands) if g.values[v].is_array]
+            root_operands = g.instrs[comp.root].operands  # read once: a view lists them anew on every read
+            arrays = [i for i, v in enumerate(root_operands) if g.values[v].is_array]
             if any(cl.results[i] is None for i in arrays):
                 continue
             demand = None  # made for the first copy: most computations need none
             for i in arrays:
-                vid = root.operands[i]
+                vid = root_operands[i]
                 want, have = cl.results[i], effective.get(vid, layouts[vid])
                 if want is not None and have is not None and want != have and g.values[vid].rank > 0:
                     if demand is None:
@@ -1310,9 +1326,9 @@ class Engine:
         entry = g.comps[g.entry]  # type: ignore[index]
         ecl = self.comp_layouts[entry.id]
         entry_params = [layouts[g.instrs[p].results[0]] for p in entry.params]
-        root = g.instrs[entry.root]
-        arrays_set = all(ecl.results[i] is not None for i, v in enumerate(root.operands) if g.values[v].is_array)
-        for i, vid in enumerate(root.operands):
+        root_operands = g.instrs[entry.root].operands
+        arrays_set = all(ecl.results[i] is not None for i, v in enumerate(root_operands) if g.values[v].is_array)
+        for i, vid in enumerate(root_operands):
             if not g.values[vid].is_array:
                 entry_results.append(None)
             elif arrays_set:
@@ -1333,22 +1349,24 @@ def copy_groups(a: Assignment) -> list[CopyGroup]:
     relayout copies are in, so a relayout and an in-place copy chain.
     """
     g = a.graph
+    # The columns, not a view per copy: a large module has thousands of copies.
+    scope_of, comp_of, producer_of = g.columns.scope, g.columns.comp, g.columns.producer
     groups: dict[tuple[int, L.Layout, str, int, tuple[int, int]], list[CopyEdge]] = {}
     for e in a.copies:
         in_place = (-1, -1) if e.aliased_output is None else (e.consumer, e.operand)
-        key = (e.value, e.dst, g.instrs[e.consumer].scope, -1 if e.inside is None else e.inside, in_place)
+        key = (e.value, e.dst, scope_of[e.consumer], -1 if e.inside is None else e.inside, in_place)
         groups.setdefault(key, []).append(e)
 
     depths: dict[int, int] = {}  # per computation: copies of one value share it
 
     def depth(vid: int) -> int:
-        comp = g.instrs[g.values[vid].producer].comp
+        comp = comp_of[producer_of[vid]]
         d = depths.get(comp)
         if d is None:
             d, c = 0, g.comps[comp]
             while c.caller is not None:
                 d += 1
-                c = g.comps[g.instrs[c.caller].comp]
+                c = g.comps[comp_of[c.caller]]
             depths[comp] = d
         return d
 

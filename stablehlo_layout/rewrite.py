@@ -116,51 +116,55 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles, *, name
         _write_entry(op, g, a, h, cache)
         erased = _fold_identical_clones(op, h, a)
     # A clone folded into an identical one took its copies with it.
-    return [c for c in copies if g.instrs[c.edges[0].consumer].scope not in erased]
+    scope_of = g.columns.scope
+    return [c for c in copies if scope_of[c.edges[0].consumer] not in erased]
 
 
 def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
-    values, layouts, ops = g.values, a.layouts, h.ops
+    values, layouts, ops, c = g.values, a.layouts, h.ops, g.columns
     # Reducer and comparator bodies work on scalars and have no layout to
     # choose; annotating them would also stop the printer from using their
     # compact form, which it does by dropping attributes.
-    skip = [c.kind == "apply" for c in g.comps]
-    shapes, array_pair = cache.shapes, cache.array
+    skip = [comp.kind == "apply" for comp in g.comps]
     # Where the import read the ops' C API pointers, the single-array ops are
     # listed here and written in one core call (two attributes each, as the
     # bindings would set them, ~1.5 us per op through the bindings).
     # The ops' objects are then made only for the few other ops (LazyOps).
     ptrs = h.op_ptrs
     bulk_ops, bulk_pairs = array("q"), array("i")
-    pair_number: dict[int, int] = {}  # id of a cached pair -> its row
+    # (element, shape row, layout) -> its row of ``pairs``: a few hundred shapes.
+    pair_row: dict[tuple, int] = {}
     pairs: list[tuple[ir.Attribute, ir.Attribute]] = []
     present = ptrs if ptrs is not None else [op is not None for op in ops]  # per instruction, an op
-    for ins, there in zip(g.instrs, present):
-        results = ins.results
-        if not there or not results or skip[ins.comp] or ins.op == "root":
+    # The columns, read row by row: a view per instruction would cost more than the rest.
+    start, items, kind, element, shape = c.res_start, c.res_items, c.kind, c.element, c.shape
+    comp_of, op_of, root = c.comp, c.op, c.op_code.get("root", -1)
+    for iid, there in enumerate(present):
+        first, end = start[iid], start[iid + 1]
+        if not there or first == end or skip[comp_of[iid]] or op_of[iid] == root:
             continue
-        if len(results) == 1:
-            v = values[results[0]]
-            if v.is_array:
-                lay = layouts[v.id]
-                pair = shapes.get((v.element, v.dims, lay)) or array_pair(v, lay)  # cache.array, inlined
+        if end - first == 1:
+            vid = items[first]
+            if kind[vid] == 0:  # an array
+                lay = layouts[vid]
+                key = (element[vid], shape[vid], lay)
+                k = pair_row.get(key)
+                if k is None:
+                    k = pair_row[key] = len(pairs)
+                    pairs.append(cache.array(values[vid], lay))
                 if ptrs is not None:
-                    k = pair_number.get(id(pair))
-                    if k is None:
-                        k = pair_number[id(pair)] = len(pairs)
-                        pairs.append(pair)
-                    bulk_ops.append(ptrs[ins.id])
+                    bulk_ops.append(ptrs[iid])
                     bulk_pairs.append(k)
                 else:
-                    attrs = ops[ins.id].attributes
-                    attrs["xla_shape"], attrs["result_layout"] = pair
+                    attrs = ops[iid].attributes
+                    attrs["xla_shape"], attrs["result_layout"] = pairs[k]
                 continue
-        vals = [values[r] for r in results]
+        vals = [values[r] for r in items[first:end]]
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
         texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
-        ops[ins.id].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
-                                                          "(" + ", ".join(texts) + ")")
+        ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
+                                                       "(" + ", ".join(texts) + ")")
     if bulk_ops:
         pointer = _core.capsule_pointer
         _core.set_attribute_pairs(bulk_ops, bulk_pairs, "xla_shape", "result_layout",
@@ -293,11 +297,11 @@ def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: 
         if views:
             return views[0], None
         handle = h.value(g, v.id)
+        producer = g.instrs[v.producer]
         if handle is not None:
-            producer = g.instrs[v.producer]
             return handle, (None if producer.op == "parameter" else h.ops[producer.id])
         # A capture parameter: the outer value, as seen from the enclosing level.
-        v = g.values[g.instrs[v.producer].attrs["capture"]]
+        v = g.values[producer.attrs["capture"]]
 
 
 def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
@@ -305,7 +309,7 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     ins = g.instrs[e.consumer]
     op = h.ops[e.consumer]
     assert op is not None
-    n_real = len(ins.operands)
+    n_real = ins.operand_count
     if e.operand < n_real:
         op.operands[e.operand] = new
         return
@@ -357,10 +361,10 @@ def _reads_inside(g: Graph, param_value: int) -> list[tuple[int, int]]:
     while pending:
         for iid, n in g.values[pending.pop()].uses:
             ins = g.instrs[iid]
-            if n < len(ins.operands):
+            if n < ins.operand_count:
                 out.append((iid, n))
             else:
-                comp, number = ins.attrs["capture_params"][n - len(ins.operands)]
+                comp, number = ins.attrs["capture_params"][n - ins.operand_count]
                 pending.append(g.instrs[g.comps[comp].params[number]].results[0])
     return out
 

@@ -82,7 +82,9 @@ class TargetView:
             distinct, rule_of = self._rules, range(len(self._rules))
         put(self, "_distinct", tuple(distinct))
         put(self, "_rule_of", rule_of)
-        put(self, "_leaves", tuple(leaves))
+        # Kept as given (the engine's is a read-only view of the graph's rows,
+        # a tuple of them would be a list per instruction); handed out as tuples.
+        put(self, "_leaves", leaves)
         # The engine builds operand rows when first asked (most instructions
         # never are); the view hands out copies of them, never the rows.
         put(self, "_op_values", op_values)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from itertools import compress
-from operator import attrgetter, itemgetter, methodcaller
+from operator import itemgetter, methodcaller
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable
 
@@ -180,12 +180,12 @@ class XlaCpuTarget(Target):
         own dot rules they are sorted in bulk, by their batch dimensions and
         then by their shapes (``_gemm_needs_row_major``, once per shape); a
         target that refines those rules is asked dot by dot.  The bulk work
-        reads the importer's columns (graph.Columns: each op's computation and
-        operands) rather than each instruction object.
+        reads the graph's columns (graph.Columns: each op's computation,
+        attributes, operands and results) rather than a view per instruction.
         """
         g = view.graph
-        instrs, values, cols = g.instrs, g.values, g.columns
-        comp_of, op_start, op_items = cols.comp, cols.op_start, cols.op_items
+        instrs, cols = g.instrs, g.columns
+        comp_of, op_start, op_items, attrs_of = cols.comp, cols.op_start, cols.op_items, cols.attrs
         steps: dict[int, dict[int, PlanStep]] = {}
         late: dict[int, set[int]] = {}
         found = view.instructions_of(_SINGLED_OUT)  # one scan, then split by op
@@ -193,7 +193,7 @@ class XlaCpuTarget(Target):
         # The importer lists every marked reshape among its attributed ops (graph.CORE_ATTRIBUTES).
         attributed = cols.attributed
         reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h == "reshape"]
-        marks = map(methodcaller("get", "xla_pass_created"), map(attrgetter("attrs"), map(instrs.__getitem__, reshapes)))
+        marks = map(methodcaller("get", "xla_pass_created"), map(attrs_of.__getitem__, reshapes))
         for iid in compress(reshapes, marks):
             late.setdefault(comp_of[iid], set()).add(iid)
         cls = type(self)
@@ -202,20 +202,21 @@ class XlaCpuTarget(Target):
         rest: list[int] = []
         if bulk_dots:
             dots = [(i, h) for i, h in zip(found, hlos) if h in _DOTS]
-            batch = list(map(methodcaller("get", "lhs_batch"), map(attrgetter("attrs"),
-                                                                   map(instrs.__getitem__, map(itemgetter(0), dots)))))
+            batch = list(map(methodcaller("get", "lhs_batch"), map(attrs_of.__getitem__, map(itemgetter(0), dots))))
             kernels = list(compress(dots, batch))
             # No dimension numbers: no dot rule applies (the catch-all's, as dot by dot).
             plain_dots = [d for d, b in zip(dots, batch) if b is not None and not b]
             plain = list(map(itemgetter(0), plain_dots))
             firsts = list(map(op_start.__getitem__, plain))
-            lhs = list(map(values.__getitem__, map(op_items.__getitem__, firsts)))
-            rhs = list(map(values.__getitem__, map(op_items.__getitem__, map((1).__add__, firsts))))
-            out = list(map(values.__getitem__, map(itemgetter(0), map(attrgetter("results"),
-                                                                     map(instrs.__getitem__, plain)))))
-            element, dims = attrgetter("element"), attrgetter("dims")
-            gemm = list(map(_gemm_needs_row_major, map(element, lhs), map(dims, lhs), map(element, rhs),
-                            map(dims, rhs), map(element, out), map(dims, out)))
+            lhs = list(map(op_items.__getitem__, firsts))
+            rhs = list(map(op_items.__getitem__, map((1).__add__, firsts)))
+            out = list(map(cols.res_items.__getitem__, map(cols.res_start.__getitem__, plain)))
+            # Each value's element and dims, from its rows (graph.Value reads the same).
+            element = cols.element.__getitem__
+            shape, dims_of = cols.shape.__getitem__, cols.shape_dims.__getitem__
+            gemm = list(map(_gemm_needs_row_major, map(element, lhs), map(dims_of, map(shape, lhs)),
+                            map(element, rhs), map(dims_of, map(shape, rhs)),
+                            map(element, out), map(dims_of, map(shape, out))))
             kernels += compress(plain_dots, gemm)
             rest += (d for d, k in zip(plain, gemm) if not k)  # a column-major constant, maybe
             kernel_step = {h: _step_of(ROW_MAJOR_KERNEL, 0, h) for h in _DOTS}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout.graph import Instruction, location_text
+from stablehlo_layout.graph import Graph, Instruction, location_text
 from stablehlo_layout.rewrite import _name_quickly
 
 NAMES = [
@@ -20,7 +20,7 @@ NAMES = [
 
 
 def _instruction(where) -> Instruction:
-    return Instruction(0, "stablehlo.add", 0, [], [], {}, where)
+    return Graph().add_instr("stablehlo.add", 0, [], {}, where)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -29,7 +29,10 @@ def _graph_rows(g: Graph) -> dict[str, object]:
                     list(i.captures), i.scope) for i in g.instrs],
         "comps": [(c.id, c.name, c.kind, c.params, c.root, c.instrs, c.caller, c.callers, c.is_entry)
                   for c in g.comps],
-        "columns": {f.name: getattr(g.columns, f.name) for f in fields(g.columns)},
+        # Locations are compared as text (``loc`` above): one reading keeps pointers, the other objects.
+        # The uses are compared per value above, where reading them listed them.
+        "columns": {f.name: getattr(g.columns, f.name) for f in fields(g.columns)
+                    if f.name not in ("where", "where_other", "use_rows")},
         "entry": (g.entry, g.func_by_name, g.entry_param_modes, g.entry_result_modes, g.entry_aliases,
                   g.unknown_ops, g.spmd, g.region_depth),
     }

@@ -4,11 +4,12 @@ Every value's uses stay the core's flat columns until ``Value.uses`` is read;
 ops that carry the same facts share one read-only attributes dict; and the
 whole import retains under a budget of Python bytes per instruction on the
 benchmark's own program (``bench/workload.py``, a real ``jax.grad``), which
-the graph of the commit before this budget overran by a fifth.
+an object per value and per instruction would overrun by half.
 """
 
 from __future__ import annotations
 
+from array import array
 import copy
 import gc
 import pickle
@@ -40,7 +41,7 @@ func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, t
 def test_uses_are_listed_per_value_only_when_read() -> None:
     g, _ = import_module(load_text(PROGRAM))
     # Right after the import no value holds a list of its own, only the graph's columns.
-    assert all(v._uses is g.use_rows for v in g.values)
+    assert g.columns.uses == {}
     assert isinstance(g.use_rows, UseRows)
     by_value = {v.id: v.uses for v in g.values}
     a = g.instrs[g.values[2].producer]
@@ -124,7 +125,40 @@ def test_the_import_retains_a_budget_of_python_bytes_per_instruction() -> None:
     finally:
         tracemalloc.stop()
     per_instruction = retained / len(g.instrs)
-    # ~690 bytes here (Python 3.11, jax 0.10.2); ~970 before the uses, attributes and
-    # columns were made lean.  The budget leaves room for a field or two, not a list per value.
-    assert per_instruction < 800, f"the import retains {per_instruction:.0f} bytes per instruction"
+    # ~340 bytes here (Python 3.11, jax 0.10.2), most of it this small module's fixed
+    # costs; ~690 with an object per value and instruction, ~970 before the uses,
+    # attributes and columns were made lean.  The budget leaves room for a column or
+    # two, not an object or a list per row.
+    assert per_instruction < 450, f"the import retains {per_instruction:.0f} bytes per instruction"
     assert len(g.instrs) > 500 and h.ops
+
+
+def test_values_and_instructions_are_rows_of_arrays_read_through_views() -> None:
+    # The graph keeps no object per value or instruction: a view is made per
+    # read, and every view of a row reads and writes the same row.
+    g, _ = import_module(load_text(PROGRAM))
+    c = g.columns
+    for name in ("producer", "shape", "kind", "index", "comp", "op", "op_start", "op_items", "res_start",
+                 "res_items", "where"):
+        assert isinstance(getattr(c, name), array), name
+    assert c.operand_count is None and c.result_lists is None  # frozen
+    assert len(g.values) == len(c.producer) and len(g.instrs) == len(c.comp)
+    adds = [ins for ins in g.instrs if ins.op == "stablehlo.add"]
+    first = adds[0]
+    assert g.instrs[first.id] is not first and g.instrs[first.id].operands == first.operands == [0, 1]
+    own_attrs(first)["note"] = 1
+    assert g.instrs[first.id].attrs == {"note": 1} and adds[1].attrs == {}
+    g.instrs[first.id].where = "somewhere"
+    assert first.loc == "somewhere"
+    root = g.instrs[g.comps[g.entry].root]
+    assert root.op == "root" and root.results == [] and len(root.operands) == 2
+    params = [g.instrs[p] for p in g.comps[g.entry].params]
+    assert [p.results for p in params] == [[0], [1]] and [g.values[p.results[0]].index for p in params] == [0, 1]
+    v = g.values[first.results[0]]
+    assert (v.kind, v.element, v.dims, v.rank, v.is_array, v.buffer, v.elements) == \
+        ("array", "f32", (4, 8), 2, True, v.id, None)
+    assert g.values[-1].id == len(g.values) - 1
+    with pytest.raises(IndexError):
+        g.values[len(g.values)]
+    with pytest.raises(TypeError, match="fixed once the import is over"):
+        first.results = [0]
