@@ -169,6 +169,8 @@ std::string resolve(const std::string& library, MlirCApi& api) {
       {"mlirBlockGetNumArguments", reinterpret_cast<void**>(&api.block_num_arguments), UINT64_MAX},
       {"mlirBlockGetArgument", reinterpret_cast<void**>(&api.block_argument), UINT64_MAX},
       {"mlirOperationSetAttributeByName", reinterpret_cast<void**>(&api.operation_set_attribute), UINT64_MAX},
+      {"mlirOperationGetName", reinterpret_cast<void**>(&api.operation_name), UINT64_MAX},
+      {"mlirIdentifierStr", reinterpret_cast<void**>(&api.identifier_str), UINT64_MAX},
   };
   find_names(f.fd(), strtab.sh_offset, strtab.sh_size, wanted);
   find_symbols(f.fd(), *symtab, l.base, wanted);

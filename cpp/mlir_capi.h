@@ -41,6 +41,9 @@ struct MlirCApi {
   void* (*block_argument)(void* block, intptr_t pos) = nullptr;
   // What the bindings' ``op.attributes[name] = attr`` calls.
   void (*operation_set_attribute)(void* op, MlirStringRefC name, void* attr) = nullptr;
+  // An op's name: an identifier the context uniques (one pointer per name), and its text.
+  void* (*operation_name)(void* op) = nullptr;
+  MlirStringRefC (*identifier_str)(void* identifier) = nullptr;
 };
 
 // The functions in the loaded library whose file name is `library`, searched

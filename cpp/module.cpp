@@ -13,6 +13,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -216,8 +217,11 @@ NB_MODULE(_core, m) {
         // most `most` ops at a time (so that a block of 100k ops is never held
         // as Python ints all at once): the block's arguments and their types
         // (in the first window only); per op, in block order, its operands,
-        // its results and their types, the op, its location; and the op to go
-        // on after (0: the block is done).  Each is a C API pointer as an int.
+        // its results and their types, the op, its location; the op to go
+        // on after (0: the block is done); and per op its name.  Each is a C
+        // API pointer as an int but the names, one str per distinct name (the
+        // context uniques a name's identifier, so its pointer keys it), which
+        // spare the walk a bindings object for every op it needs no more of.
         std::string why;
         const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
         if (api == nullptr) throw std::runtime_error("block_rows: " + why);
@@ -229,7 +233,8 @@ NB_MODULE(_core, m) {
         const auto typed = [&](intptr_t i) { return api->value_type(values[i]); };
         const intptr_t na = static_cast<intptr_t>(values.size());
         nb::object args = pointer_tuple(na, listed), arg_types = pointer_tuple(na, typed);
-        nb::list operands, results, types, ops, locations;
+        nb::list operands, results, types, ops, locations, names;
+        std::unordered_map<void*, nb::object> name_of;
         void* op = after == 0 ? api->block_first_operation(block)
                               : api->operation_next_in_block(reinterpret_cast<void*>(after));
         void* last = nullptr;  // the window's last op
@@ -240,6 +245,15 @@ NB_MODULE(_core, m) {
           PyObject* where = PyLong_FromVoidPtr(api->operation_location(op));
           if (where == nullptr) throw nb::python_error();
           locations.append(nb::steal(where));
+          void* identifier = api->operation_name(op);
+          auto named = name_of.find(identifier);
+          if (named == name_of.end()) {
+            const slcore::MlirStringRefC text = api->identifier_str(identifier);
+            PyObject* str = PyUnicode_FromStringAndSize(text.data, static_cast<Py_ssize_t>(text.length));
+            if (str == nullptr) throw nb::python_error();
+            named = name_of.emplace(identifier, nb::steal(str)).first;
+          }
+          names.append(named->second);
           operands.append(pointer_tuple(api->operation_num_operands(op),
                                         [&](intptr_t i) { return api->operation_operand(op, i); }));
           values.resize(static_cast<size_t>(api->operation_num_results(op)));
@@ -250,11 +264,11 @@ NB_MODULE(_core, m) {
         }
         // Where the next window goes on: after this one's last op; 0 once the block is done.
         const uintptr_t next = op == nullptr ? 0 : reinterpret_cast<uintptr_t>(last);
-        return nb::make_tuple(args, arg_types, operands, results, types, ops, locations, next);
+        return nb::make_tuple(args, arg_types, operands, results, types, ops, locations, next, names);
       },
       nb::arg("block"), nb::arg("library"), nb::arg("after") = 0, nb::arg("most") = INTPTR_MAX,
       "A window of one block's values by identity: (arguments, their types, per op its operands, results, "
-      "result types, the op, its location; the op to go on after, 0 at the block's end).");
+      "result types, the op, its location; the op to go on after, 0 at the block's end; per op its name).");
   m.def(
       "make_capsule",
       [](uintptr_t pointer, const std::string& name) {

@@ -328,13 +328,13 @@ _capi_state: list[bool] = []
 def _bindings_rows(block: ir.Block) -> tuple:
     """A block's values as ``_capi_rows`` lists them, each known by its bindings
     object: its arguments and their types; per op its operands, its results
-    and their types; no pointers (the walk keeps the ops and their locations
-    as objects), and the whole block at once."""
+    and their types, its name and the op itself; no pointers (the walk keeps
+    the ops and their locations as objects), and the whole block at once."""
     arguments = tuple(block.arguments)
     ops = [op.operation for op in block.operations]
     results = [tuple(op.results) for op in ops]
     return (arguments, tuple(a.type for a in arguments), [tuple(op.operands) for op in ops], results,
-            [tuple(r.type for r in rs) for rs in results], None, None, 0)
+            [tuple(r.type for r in rs) for rs in results], None, None, 0, [op.name for op in ops], ops)
 
 
 # Ops per window of ``_capi_rows``: a window's rows are Python ints, ~350
@@ -349,8 +349,10 @@ def _capi_rows(block: ir.Block, after: int = 0) -> tuple:
     ops' own pointers (``Handles.op_ptrs``), its seventh their locations
     (``location_at``), where the bindings would make a ~180-byte object per op.
     It lists ``ROWS_WINDOW`` ops after the op ``after`` (0: from the start);
-    its eighth row is the op to go on after (0: the block is done)."""
-    return _core.block_rows(block._CAPIPtr, CAPI_LIBRARY, after, ROWS_WINDOW)
+    its eighth row is the op to go on after (0: the block is done), its ninth
+    the ops' names; the tenth, the ops' objects in ``_bindings_rows``, is None:
+    the walk makes an op's object only where it reads more than its name."""
+    return (*_core.block_rows(block._CAPIPtr, CAPI_LIBRARY, after, ROWS_WINDOW), None)
 
 
 def capi_unusable_reason() -> str:
@@ -416,6 +418,8 @@ class _Importer:
         # identities where the core found it, else through the bindings' objects.
         # Either way a value is known by its key, and a type by its key.
         self.rows = _capi_rows if (_capi_usable() if by_identity is None else by_identity) else _bindings_rows
+        # The name of an op's capsule (``_CAPICreate``), for the ops the walk makes objects of.
+        self.op_capsule = _core.capsule_name(self.module._CAPIPtr)
         if self.rows is _capi_rows:
             self.h.op_ptrs = array("q")
             self.g.context = self.module.context  # the locations' owner (location_at)
@@ -701,50 +705,64 @@ class _Importer:
             cols.comp, cols.op, cols.operand_count, cols.op_items, cols.result_lists, cols.attrs, cols.where,
             cols.scope)
         assert col_count is not None and col_results is not None
-        # The ops themselves, not their OpViews: every property read on a view
-        # goes through one more Python call.  One at a time: where the walk
-        # keeps pointers (``Handles.op_ptrs``) each op's object goes when the
-        # walk moves on, so a large block's are never all alive at once.
-        listed = block.operations
-        ops = (op.operation for op in listed)
-        _, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following = rows
-        window = 0  # the position of the rows' first op
+        # An op's bindings object is made only where the walk reads more than
+        # its name, operands and results (attributes, regions, a new type): an
+        # elementwise op needs none.  Where the walk keeps pointers
+        # (``Handles.op_ptrs``) each object goes when the walk moves on, so a
+        # large block's are never all alive at once.
+        (_, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following, names,
+         objects) = rows
         hptrs = self.h.op_ptrs
         type_index = self.type_index
-        last = len(listed) - 1
-        for position, op in enumerate(ops):
-            at = position - window
-            if at == len(operand_rows):  # the next window of a block the C API reads
+        make, capsule = ir.Operation._CAPICreate, self.op_capsule
+        make_capsule = _core.make_capsule
+        at, end = -1, len(names) - 1
+        while True:
+            at += 1
+            if at > end:  # the next window of a block the C API reads
                 if not following:
-                    raise PassError(f"internal: the C API listed fewer ops in a block than the bindings ({position})")
-                window, at = position, 0
-                _, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following = \
-                    self.rows(block, following)
-            name = op.name
-            if name == "mhlo.copy" and COPY_MARK in op.attributes:
-                # Its value stands for its operand; a branch captures that where
-                # the copy is first read, as before the copy went in (a copy sits
-                # at its branch's start, and capture order decides ties).
-                vid[result_rows[at][0]] = vid[operand_rows[at][0]]
-                self.stale_copies.append(op)
-                continue
+                    break
+                (_, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following, names,
+                 objects) = self.rows(block, following)
+                at, end = 0, len(names) - 1
+            name = names[at]
+            op = objects[at] if objects is not None else None
+            if name == "mhlo.copy":
+                if op is None:
+                    op = make(make_capsule(op_ptrs[at], capsule))
+                if COPY_MARK in op.attributes:
+                    # Its value stands for its operand; a branch captures that where
+                    # the copy is first read, as before the copy went in (a copy sits
+                    # at its branch's start, and capture order decides ties).
+                    vid[result_rows[at][0]] = vid[operand_rows[at][0]]
+                    self.stale_copies.append(op)
+                    continue
             # Sliced to its size: a list that grew by appends keeps room for four.
             operands = [i if value_comp[i] == cid else capture(i, cid)
                         for i in map(vid.__getitem__, operand_rows[at])][:]
-            if position == last and _is_terminator(name):
+            if at == end and not following and _is_terminator(name):
+                if op is None:
+                    op = make(make_capsule(op_ptrs[at], capsule))
                 if where_rows is None:
                     return op, operands, op.location, 0
                 return op, operands, where_rows[at], op_ptrs[at]
             if name == "func.call" and self.inline:
                 if self.optimistic:
                     raise _CallsToFlatten()
+                if op is None:
+                    op = make(make_capsule(op_ptrs[at], capsule))
                 yield self._inline_call(op, cid, operands, result_rows[at])
                 continue
             facts = op_facts.get(name)
             if facts is None:
+                if op is None:
+                    op = make(make_capsule(op_ptrs[at], capsule))
                 facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name), _never_has_regions(op))
             # Every instruction of one op name holds the same string, not a copy per op.
             rule, needs, tuple_kind, keyed_by, name, code, no_regions = facts
+            if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
+                               or self.given_layouts):
+                op = make(make_capsule(op_ptrs[at], capsule))
             if not rule.known:
                 g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
             if keyed_by is not None:
@@ -817,12 +835,14 @@ class _Importer:
                     value_comp.append(cid)
                     results = [n]
                 else:
-                    results = [self._new_keyed_value(res, type_rows[at][0], lambda: op.results[0].type,  # noqa: B023
-                                                     iid, 0, cid)]
+                    results = [self._new_keyed_value(
+                        res, type_rows[at][0], lambda: self._op_of(op, op_ptrs, at).results[0].type,  # noqa: B023
+                        iid, 0, cid)]
                 col_results[iid] = results[0]  # one result: its vid, not a list
             else:
                 types = type_rows[at]
-                results = [self._new_keyed_value(res, types[r], lambda: op.results[r].type, iid, r, cid)  # noqa: B023
+                results = [self._new_keyed_value(res, types[r], lambda: self._op_of(op, op_ptrs, at).results[r].type,  # noqa: B023
+                                                      iid, r, cid)
                            for r, res in enumerate(op_results)]
                 col_results[iid] = results
             # Tuples and get_tuple_element define no array buffers of their
@@ -839,6 +859,10 @@ class _Importer:
                     if r < len(operands):
                         g.share_buffer(g.values[v], cols.buffer_of.get(operands[r], operands[r]))
         return None
+
+    def _op_of(self, op: ir.Operation | None, pointers: Any, at: int) -> ir.Operation:
+        """``op``, or the op at ``pointers[at]`` where the walk made no object for it."""
+        return op if op is not None else ir.Operation._CAPICreate(_core.make_capsule(pointers[at], self.op_capsule))
 
     def _inline_call(self, op: ir.Operation, cid: int, operands: list[int], result_keys: tuple) -> Walk:
         """Import a callee's body in place of the call, as XLA's CallInliner does.

@@ -87,7 +87,7 @@ func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<i3
     ptr = _core.capsule_pointer
     for block in blocks:
         rows = _core.block_rows(block._CAPIPtr, importer.CAPI_LIBRARY)
-        args, arg_types, operands, results, types, op_ptrs, wheres, following = rows
+        args, arg_types, operands, results, types, op_ptrs, wheres, following, names = rows
         assert following == 0
         # Read two ops at a time, the windows make up the whole block.
         windows, after = [], 0
@@ -98,10 +98,13 @@ func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<i3
             after = w[7]
             if after == 0:
                 break
-        for row in range(2, 7):
+        for row in (*range(2, 7), 8):
             assert [x for w in windows for x in w[row]] == list(rows[row])
         ops = [op.operation for op in block.operations]
         assert op_ptrs == [ptr(op._CAPIPtr) for op in ops]
+        assert names == [op.name for op in ops]
+        # One str per distinct name, shared by every op of that name.
+        assert len({id(n) for n in names}) == len(set(names))
         assert wheres == [ptr(op.location._CAPIPtr) for op in ops]
         assert [str(importer.location_at(w)) for w in wheres] == [str(op.location) for op in ops]
         assert args == tuple(ptr(a._CAPIPtr) for a in block.arguments)
