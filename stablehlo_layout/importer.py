@@ -413,7 +413,7 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool]] = {}
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool, bool]] = {}
         # How the walk reads a block's values (``block_rows``): by the C API's
         # identities where the core found it, else through the bindings' objects.
         # Either way a value is known by its key, and a type by its key.
@@ -757,30 +757,40 @@ class _Importer:
             if facts is None:
                 if op is None:
                     op = make(make_capsule(op_ptrs[at], capsule))
-                facts = op_facts[name] = (*_facts_of(name), name, cols.code_of_op(name), _never_has_regions(op))
+                rule, needs, tuple_kind, keyed_by = _facts_of(name)
+                no_regions = _never_has_regions(op)
+                # Most ops (elementwise ones) are plain: a known rule, no attributes
+                # the rules read, no regions, no tuple, nothing forwarded.
+                plain = (rule.known and not needs and keyed_by is None and no_regions and not tuple_kind
+                         and not rule.forwards and not self.given_layouts)
+                facts = op_facts[name] = (rule, needs, tuple_kind, keyed_by, name, cols.code_of_op(name), no_regions,
+                                          plain)
             # Every instruction of one op name holds the same string, not a copy per op.
-            rule, needs, tuple_kind, keyed_by, name, code, no_regions = facts
-            if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
-                               or self.given_layouts):
-                op = make(make_capsule(op_ptrs[at], capsule))
-            if not rule.known:
-                g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
-            if keyed_by is not None:
-                key = (name, op.attributes[keyed_by])
-                extracted = self.extracted.get(key)
-                if extracted is None:
-                    extracted = self.extracted[key] = SharedAttrs(_extract(op, name))
-                # Ops of one name and attribute share its facts (a region op
-                # whose regions capture values gets its own dict, own_attrs).
-                attrs = extracted
+            rule, needs, tuple_kind, keyed_by, name, code, no_regions, plain = facts
+            if plain:
+                attrs = _NO_ATTRS
             else:
-                attrs = _extract(op, name) if needs else _NO_ATTRS
-                if not attrs:
-                    attrs = _NO_ATTRS
-            if self.given_layouts and len(op.results) == 1:
-                given = _given_layout(op)
-                if given is not None:
-                    attrs = {**attrs, "given_layout": given}
+                if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
+                                   or self.given_layouts):
+                    op = make(make_capsule(op_ptrs[at], capsule))
+                if not rule.known:
+                    g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
+                if keyed_by is not None:
+                    key = (name, op.attributes[keyed_by])
+                    extracted = self.extracted.get(key)
+                    if extracted is None:
+                        extracted = self.extracted[key] = SharedAttrs(_extract(op, name))
+                    # Ops of one name and attribute share its facts (a region op
+                    # whose regions capture values gets its own dict, own_attrs).
+                    attrs = extracted
+                else:
+                    attrs = _extract(op, name) if needs else _NO_ATTRS
+                    if not attrs:
+                        attrs = _NO_ATTRS
+                if self.given_layouts and len(op.results) == 1:
+                    given = _given_layout(op)
+                    if given is not None:
+                        attrs = {**attrs, "given_layout": given}
             # Graph.add_instr, written out: this runs once per op.
             iid = len(col_comp)
             col_comp.append(cid)
@@ -845,6 +855,8 @@ class _Importer:
                                                       iid, r, cid)
                            for r, res in enumerate(op_results)]
                 col_results[iid] = results
+            if plain:
+                continue
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
