@@ -185,7 +185,6 @@ class _Rows:
             return self._view(self._c, i + n)
         raise IndexError(f"no row {i!r} of {n}")
 
-
     def __iter__(self) -> Iterator[Any]:
         view, c = self._view, self._c
         return (view(c, i) for i in range(len(self)))
@@ -206,7 +205,6 @@ class ValueRows(_Rows):
     def __getitem__(self, i: int) -> Value:
         c = self._c
         return Value(c, i) if i.__class__ is int and 0 <= i < len(c.producer) else self._other(i)
-
 
 
 _LOCATION = re.compile(r'loc\("((?:[^"\\]|\\.)*)"(?::(\d+):(\d+))?')
@@ -425,7 +423,6 @@ class InstrRows(_Rows):
         return Instruction(c, i) if i.__class__ is int and 0 <= i < len(c.comp) else self._other(i)
 
 
-
 @dataclass(slots=True)
 class Computation:
     id: int
@@ -585,8 +582,11 @@ class Graph:
         return self.columns.use_rows
 
     def add_value(self, kind: str, element: str, dims: Dims, producer: int, index: int, shape: int = 0) -> Value:
-        """A new value; ``shape``: its row of the columns' shape table (0 for non-arrays)."""
+        """A new value; ``shape``: its row of the columns' shape table (0 for non-arrays;
+        an array's is looked up from ``dims`` where not given).  A non-array's dims are ()."""
         c = self.columns
+        if kind == ARRAY and not shape:
+            shape = c.code_of_shape(dims)
         vid = len(c.producer)
         c.producer.append(producer)
         c.shape.append(shape)

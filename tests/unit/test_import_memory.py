@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout.graph import SharedAttrs, UseRows, own_attrs
+from stablehlo_layout.graph import Graph, SharedAttrs, UseRows, own_attrs
 from stablehlo_layout.importer import import_module
 from tests.conftest import load_text
 
@@ -162,3 +162,12 @@ def test_values_and_instructions_are_rows_of_arrays_read_through_views() -> None
         g.values[len(g.values)]
     with pytest.raises(TypeError, match="fixed once the import is over"):
         first.results = [0]
+
+
+def test_a_value_made_without_its_shape_row_reads_its_dims() -> None:
+    g = Graph()
+    ins = g.add_instr("stablehlo.constant", 0, [], {}, "here")
+    v = g.add_value("array", "f32", (2, 3), ins.id, 0)
+    t = g.add_value("token", "token", (), ins.id, 1)
+    assert (v.dims, v.rank, v.is_array, t.dims, t.is_array) == ((2, 3), 2, True, (), False)
+    assert g.columns.shape_dims[g.columns.shape[v.id]] == (2, 3)
