@@ -18,7 +18,7 @@ view (``Value``, ``Instruction``) over row ``v`` / ``i``, made when asked.
 An object per value and per instruction, with their operand and result
 lists, was most of the import's memory (~110 MB for a 150k-op module);
 the columns hold the same in ~25 bytes a row.  The importer appends to
-the columns as plain lists and ``Graph.freeze`` packs them into arrays
+the columns as plain lists and ``Columns.freeze`` packs them into arrays
 once the walk is over; readers that visit every row read the columns.
 
 Nothing here holds an MLIR handle (the importer and rewriter keep those),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from array import array
 from dataclasses import dataclass, field
+from itertools import compress, count
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
@@ -35,6 +36,12 @@ _REGION_KINDS = {
 }
 
 
+def _operation_at(pointer: int, capsule: str) -> ir.Operation:
+    """The bindings' object of the op at C API ``pointer``; ``capsule``: the
+    name the bindings give an op's capsule (``_core.capsule_name``)."""
+    return ir.Operation._CAPICreate(_core.make_capsule(pointer, capsule))
+
+
 class LazyOps:
     """``Handles.ops`` where the walk read the ops' pointers: op ``iid``'s bindings
     object is made when first asked for (``_CAPICreate``) and kept.  The walk
@@ -56,7 +63,7 @@ class LazyOps:
             pointer = self.ptrs[iid]
             if not pointer:
                 return None
-            op = self.made[iid] = ir.Operation._CAPICreate(_core.make_capsule(pointer, self.capsule))
+            op = self.made[iid] = _operation_at(pointer, self.capsule)
         return op
 
     def __iter__(self) -> Iterator[ir.Operation | None]:
@@ -612,7 +619,7 @@ class _Importer:
         cols = self.g.columns
         cols.freeze()
         if self.h.op_ptrs is not None:
-            self.h.ops = LazyOps(self.h.op_ptrs, _core.capsule_name(self.module._CAPIPtr))
+            self.h.ops = LazyOps(self.h.op_ptrs, self.op_capsule)
         self.g.use_rows.fill(*_core.use_rows(len(self.g.values), cols.op_start, cols.op_items,
                                              array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
@@ -714,8 +721,7 @@ class _Importer:
          objects) = rows
         hptrs = self.h.op_ptrs
         type_index = self.type_index
-        make, capsule = ir.Operation._CAPICreate, self.op_capsule
-        make_capsule = _core.make_capsule
+        capsule = self.op_capsule
         at, end = -1, len(names) - 1
         while True:
             at += 1
@@ -729,7 +735,7 @@ class _Importer:
             op = objects[at] if objects is not None else None
             if name == "mhlo.copy":
                 if op is None:
-                    op = make(make_capsule(op_ptrs[at], capsule))
+                    op = _operation_at(op_ptrs[at], capsule)
                 if COPY_MARK in op.attributes:
                     # Its value stands for its operand; a branch captures that where
                     # the copy is first read, as before the copy went in (a copy sits
@@ -742,7 +748,7 @@ class _Importer:
                         for i in map(vid.__getitem__, operand_rows[at])][:]
             if at == end and not following and _is_terminator(name):
                 if op is None:
-                    op = make(make_capsule(op_ptrs[at], capsule))
+                    op = _operation_at(op_ptrs[at], capsule)
                 if where_rows is None:
                     return op, operands, op.location, 0
                 return op, operands, where_rows[at], op_ptrs[at]
@@ -750,13 +756,13 @@ class _Importer:
                 if self.optimistic:
                     raise _CallsToFlatten()
                 if op is None:
-                    op = make(make_capsule(op_ptrs[at], capsule))
+                    op = _operation_at(op_ptrs[at], capsule)
                 yield self._inline_call(op, cid, operands, result_rows[at])
                 continue
             facts = op_facts.get(name)
             if facts is None:
                 if op is None:
-                    op = make(make_capsule(op_ptrs[at], capsule))
+                    op = _operation_at(op_ptrs[at], capsule)
                 rule, needs, tuple_kind, keyed_by = _facts_of(name)
                 no_regions = _never_has_regions(op)
                 # Most ops (elementwise ones) are plain: a known rule, no attributes
@@ -772,7 +778,7 @@ class _Importer:
             else:
                 if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
                                    or self.given_layouts):
-                    op = make(make_capsule(op_ptrs[at], capsule))
+                    op = _operation_at(op_ptrs[at], capsule)
                 if not rule.known:
                     g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
                 if keyed_by is not None:
@@ -874,7 +880,7 @@ class _Importer:
 
     def _op_of(self, op: ir.Operation | None, pointers: Any, at: int) -> ir.Operation:
         """``op``, or the op at ``pointers[at]`` where the walk made no object for it."""
-        return op if op is not None else ir.Operation._CAPICreate(_core.make_capsule(pointers[at], self.op_capsule))
+        return op if op is not None else _operation_at(pointers[at], self.op_capsule)
 
     def _inline_call(self, op: ir.Operation, cid: int, operands: list[int], result_keys: tuple) -> Walk:
         """Import a callee's body in place of the call, as XLA's CallInliner does.
@@ -913,7 +919,7 @@ class _Importer:
         code = cols.op_code.get("func.call")
         if code is None:
             return
-        for iid in [i for i, c in enumerate(cols.op) if c == code]:
+        for iid in list(compress(count(), map(code.__eq__, cols.op))):
             ins = self.g.instrs[iid]
             callee = self.g.func_by_name.get(ins.attrs["callee"])
             if callee is None:
