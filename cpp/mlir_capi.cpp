@@ -171,6 +171,7 @@ std::string resolve(const std::string& library, MlirCApi& api) {
       {"mlirOperationSetAttributeByName", reinterpret_cast<void**>(&api.operation_set_attribute), UINT64_MAX},
       {"mlirOperationGetName", reinterpret_cast<void**>(&api.operation_name), UINT64_MAX},
       {"mlirIdentifierStr", reinterpret_cast<void**>(&api.identifier_str), UINT64_MAX},
+      {"mlirOperationGetAttributeByName", reinterpret_cast<void**>(&api.operation_attribute), UINT64_MAX},
   };
   find_names(f.fd(), strtab.sh_offset, strtab.sh_size, wanted);
   find_symbols(f.fd(), *symtab, l.base, wanted);

@@ -44,6 +44,8 @@ struct MlirCApi {
   // An op's name: an identifier the context uniques (one pointer per name), and its text.
   void* (*operation_name)(void* op) = nullptr;
   MlirStringRefC (*identifier_str)(void* identifier) = nullptr;
+  // An op's attribute of that name (the bindings' ``op.attributes[name]``); null when it has none.
+  void* (*operation_attribute)(void* op, MlirStringRefC name) = nullptr;
 };
 
 // The functions in the loaded library whose file name is `library`, searched

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -25,6 +24,7 @@
 #include "mlir_capi.h"
 #include "order.h"
 #include "propagators.h"
+#include "python_handles.h"
 #include "reshape.h"
 
 namespace nb = nanobind;
@@ -153,31 +153,33 @@ nb::object slot_tuple(const slcore::Slot& s) {
 
 PyObject* demand_error = nullptr;
 
-// A capsule's pointer (the bindings' ``_CAPIPtr``), whatever the capsule's name.
-void* capsule_pointer(nb::handle capsule, const char* what) {
-  void* p = PyCapsule_IsValid(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
-                ? PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
-                : nullptr;
-  if (p == nullptr) {
+using slcore_python::capsule_pointer;
+
+int32_t int32_of(PyObject* item, const char* what) {
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(item, &overflow);
+  if (v == -1 && PyErr_Occurred()) {
     PyErr_Clear();
-    throw nb::type_error((std::string(what) + ": expected an MLIR _CAPIPtr capsule").c_str());
+    throw nb::type_error((std::string(what) + ": expected ints").c_str());
   }
-  return p;
+  if (overflow != 0 || v < INT32_MIN || v > INT32_MAX) {
+    throw std::invalid_argument(std::string(what) + ": an int out of int32's range");
+  }
+  return static_cast<int32_t>(v);
 }
 
-// A tuple of Python ints, one per pointer.
-nb::object pointer_tuple(intptr_t n, const std::function<void*(intptr_t)>& at) {
-  PyObject* t = PyTuple_New(n);
-  if (t == nullptr) throw nb::python_error();
-  for (intptr_t i = 0; i < n; ++i) {
-    PyObject* v = PyLong_FromVoidPtr(at(i));
-    if (v == nullptr) {
-      Py_DECREF(t);
-      throw nb::python_error();
-    }
-    PyTuple_SET_ITEM(t, i, v);
-  }
-  return nb::steal(t);
+// The ints of a list or tuple, appended to `out`.
+void int32_items(nb::handle seq, std::vector<int32_t>& out, const char* what) {
+  PyObject* s = seq.ptr();
+  if (!PyList_Check(s) && !PyTuple_Check(s)) throw nb::type_error((std::string(what) + ": expected a list").c_str());
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(s);
+  PyObject** items = PySequence_Fast_ITEMS(s);
+  out.reserve(out.size() + static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) out.push_back(int32_of(items[i], what));
+}
+
+nb::bytes int32_bytes(const std::vector<int32_t>& v) {
+  return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int32_t));
 }
 
 }  // namespace
@@ -201,7 +203,7 @@ NB_MODULE(_core, m) {
   m.def(
       "capsule_pointer",
       [](nb::handle capsule) { return reinterpret_cast<uintptr_t>(capsule_pointer(capsule, "capsule_pointer")); },
-      "The pointer an MLIR _CAPIPtr capsule holds, as an int (block_rows' identities).");
+      "The pointer an MLIR _CAPIPtr capsule holds, as an int (the import walk's identities).");
   m.def(
       "find_mlir_capi",
       [](const std::string& library) {
@@ -210,65 +212,7 @@ NB_MODULE(_core, m) {
         return why;
       },
       "Finds MLIR's C API in the loaded library of that file name (cpp/mlir_capi.h); '' when found, else why not.");
-  m.def(
-      "block_rows",
-      [](nb::handle block_capsule, const std::string& library, uintptr_t after, intptr_t most) {
-        // A block as the import walk reads it, by identity, a window of at
-        // most `most` ops at a time (so that a block of 100k ops is never held
-        // as Python ints all at once): the block's arguments and their types
-        // (in the first window only); per op, in block order, its operands,
-        // its results and their types, the op, its location; the op to go
-        // on after (0: the block is done); and per op its name.  Each is a C
-        // API pointer as an int but the names, one str per distinct name (the
-        // context uniques a name's identifier, so its pointer keys it), which
-        // spare the walk a bindings object for every op it needs no more of.
-        std::string why;
-        const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
-        if (api == nullptr) throw std::runtime_error("block_rows: " + why);
-        if (most < 1) throw std::invalid_argument("block_rows: a window holds at least one op");
-        void* block = capsule_pointer(block_capsule, "block_rows");
-        std::vector<void*> values(after == 0 ? api->block_num_arguments(block) : 0);
-        for (size_t i = 0; i < values.size(); ++i) values[i] = api->block_argument(block, static_cast<intptr_t>(i));
-        const auto listed = [&](intptr_t i) { return values[i]; };
-        const auto typed = [&](intptr_t i) { return api->value_type(values[i]); };
-        const intptr_t na = static_cast<intptr_t>(values.size());
-        nb::object args = pointer_tuple(na, listed), arg_types = pointer_tuple(na, typed);
-        nb::list operands, results, types, ops, locations, names;
-        std::unordered_map<void*, nb::object> name_of;
-        void* op = after == 0 ? api->block_first_operation(block)
-                              : api->operation_next_in_block(reinterpret_cast<void*>(after));
-        void* last = nullptr;  // the window's last op
-        for (intptr_t n = 0; op != nullptr && n < most; last = op, op = api->operation_next_in_block(op), ++n) {
-          PyObject* handle = PyLong_FromVoidPtr(op);
-          if (handle == nullptr) throw nb::python_error();
-          ops.append(nb::steal(handle));
-          PyObject* where = PyLong_FromVoidPtr(api->operation_location(op));
-          if (where == nullptr) throw nb::python_error();
-          locations.append(nb::steal(where));
-          void* identifier = api->operation_name(op);
-          auto named = name_of.find(identifier);
-          if (named == name_of.end()) {
-            const slcore::MlirStringRefC text = api->identifier_str(identifier);
-            PyObject* str = PyUnicode_FromStringAndSize(text.data, static_cast<Py_ssize_t>(text.length));
-            if (str == nullptr) throw nb::python_error();
-            named = name_of.emplace(identifier, nb::steal(str)).first;
-          }
-          names.append(named->second);
-          operands.append(pointer_tuple(api->operation_num_operands(op),
-                                        [&](intptr_t i) { return api->operation_operand(op, i); }));
-          values.resize(static_cast<size_t>(api->operation_num_results(op)));
-          for (size_t i = 0; i < values.size(); ++i) values[i] = api->operation_result(op, static_cast<intptr_t>(i));
-          const intptr_t nr = static_cast<intptr_t>(values.size());
-          results.append(pointer_tuple(nr, listed));
-          types.append(pointer_tuple(nr, typed));
-        }
-        // Where the next window goes on: after this one's last op; 0 once the block is done.
-        const uintptr_t next = op == nullptr ? 0 : reinterpret_cast<uintptr_t>(last);
-        return nb::make_tuple(args, arg_types, operands, results, types, ops, locations, next, names);
-      },
-      nb::arg("block"), nb::arg("library"), nb::arg("after") = 0, nb::arg("most") = INTPTR_MAX,
-      "A window of one block's values by identity: (arguments, their types, per op its operands, results, "
-      "result types, the op, its location; the op to go on after, 0 at the block's end; per op its name).");
+  slcore_python::bind_import_walk(m);
   m.def(
       "make_capsule",
       [](uintptr_t pointer, const std::string& name) {
@@ -301,7 +245,7 @@ NB_MODULE(_core, m) {
       "set_attribute_pairs",
       [](nb::handle op_column, nb::handle pair_column, const std::string& first, const std::string& second,
          const std::vector<uintptr_t>& firsts, const std::vector<uintptr_t>& seconds, const std::string& library) {
-        // Op k of op_column (a C API pointer, block_rows' identity) gets
+        // Op k of op_column (a C API pointer, the import walk's identity) gets
         // attribute ``first`` = firsts[p] then ``second`` = seconds[p], p being
         // pair_column[k]: what ``op.attributes[name] = attr`` does, twice, for
         // every op in one call.  The attributes are the bindings' own (their
@@ -336,6 +280,56 @@ NB_MODULE(_core, m) {
         return nb::tuple(nb::cast(out));
       },
       "The core's AlignLayouts (cpp/reshape.cpp), the twin of layout.align_layouts.");
+
+  // The import walk appends to lists (the cheapest call in Python);
+  // Columns.freeze packs them into int32 arrays through these, one pass in C++
+  // each where array('i', list) and itertools took ~20 ms at 45k instructions.
+  m.def(
+      "int32_bytes",
+      [](nb::handle list) {
+        std::vector<int32_t> out;
+        int32_items(list, out, "int32_bytes");
+        return int32_bytes(out);
+      },
+      "A list of ints as int32 bytes (array('i').frombytes).");
+  m.def(
+      "start_bytes",
+      [](nb::handle counts) {
+        std::vector<int32_t> n;
+        int32_items(counts, n, "start_bytes");
+        std::vector<int32_t> start(n.size() + 1, 0);
+        int64_t at = 0;
+        for (size_t i = 0; i < n.size(); ++i) {
+          at += n[i];
+          if (n[i] < 0 || at > INT32_MAX) throw std::invalid_argument("start_bytes: a count out of range");
+          start[i + 1] = static_cast<int32_t>(at);
+        }
+        return int32_bytes(start);
+      },
+      "Per row, where it starts, from the rows' lengths: 0 and their running sums, as int32 bytes.");
+  m.def(
+      "row_bytes",
+      [](nb::handle rows) {
+        // Each row is an int (a row of one) or a list or tuple of ints.
+        if (!PyList_Check(rows.ptr())) throw nb::type_error("row_bytes: expected a list");
+        const Py_ssize_t n = PyList_GET_SIZE(rows.ptr());
+        std::vector<int32_t> start(static_cast<size_t>(n) + 1, 0), items;
+        items.reserve(static_cast<size_t>(n));
+        for (Py_ssize_t i = 0; i < n; ++i) {
+          PyObject* row = PyList_GET_ITEM(rows.ptr(), i);
+          if (PyLong_Check(row)) {
+            items.push_back(int32_of(row, "row_bytes"));
+          } else if (PyList_Check(row) || PyTuple_Check(row)) {
+            int32_items(row, items, "row_bytes");
+          } else {
+            throw nb::type_error("row_bytes: a row is neither an int nor a list or tuple of ints");
+          }
+          if (items.size() > static_cast<size_t>(INT32_MAX)) throw std::invalid_argument("row_bytes: too many items");
+          start[static_cast<size_t>(i) + 1] = static_cast<int32_t>(items.size());
+        }
+        return nb::make_tuple(int32_bytes(start), int32_bytes(items));
+      },
+      "Rows of ints (an int, or a list or tuple of ints, each) as (start, items) int32 bytes.");
 
   m.def(
       "use_rows",

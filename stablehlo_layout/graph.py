@@ -31,11 +31,10 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from itertools import accumulate, compress, count, repeat
-from operator import length_hint
 import re
 from typing import Any, Iterator
 
+from . import _core
 from .layout import ArrayShape, Dims, Layout
 
 # Value kinds, by their number in the columns.  Only arrays carry layouts.
@@ -527,30 +526,25 @@ class Columns:
         return code
 
     def freeze(self) -> None:
-        """Pack the walk's lists into arrays once every row is made (a pass in C
-        over each list); the rows are read-only afterwards, but for the few
-        facts the views may set (attributes, locations, uses)."""
-        for name in ("producer", "shape", "index", "comp", "op"):
-            setattr(self, name, array("i", getattr(self, name)))
-        self.kind = array("b", self.kind)
+        """Pack the walk's lists into arrays once every row is made (one pass
+        in the core over each list); the rows are read-only afterwards, but for
+        the few facts the views may set (attributes, locations, uses)."""
         counts, results = self.operand_count, self.result_lists
         assert counts is not None and results is not None, "the columns are frozen already"
-        self.op_start = array("i", [0])
-        self.op_start.extend(accumulate(counts))
-        self.op_items = array("i", self.op_items)
-        # A row's length is 1 for a vid, len() for a list (length_hint's default).
-        self.res_start = array("i", [0])
-        self.res_start.extend(accumulate(map(length_hint, results, repeat(1))))
-        # The vids go in by runs, the few lists (several results, or none) one by one.
-        items = array("i")
-        done = 0
-        for k in compress(count(), map(isinstance, results, repeat((list, tuple)))):
-            items.extend(results[done:k])
-            items.extend(results[k])  # type: ignore[arg-type]
-            done = k + 1
-        items.extend(results[done:])
-        self.res_items = items
+        for name in ("producer", "shape", "index", "comp", "op", "op_items"):
+            setattr(self, name, _int32_array(_core.int32_bytes(getattr(self, name))))
+        self.kind = array("b", self.kind)
+        self.op_start = _int32_array(_core.start_bytes(counts))
+        # A row of results is a vid (one result) or a list (several, or none).
+        start, items = _core.row_bytes(results)
+        self.res_start, self.res_items = _int32_array(start), _int32_array(items)
         self.operand_count = self.result_lists = None
+
+
+def _int32_array(packed: bytes) -> array:
+    column = array("i")
+    column.frombytes(packed)
+    return column
 
 
 @dataclass(slots=True)

@@ -20,8 +20,8 @@ from jaxlib.mlir._mlir_libs import _stablehlo as stablehlo  # attribute helpers 
 from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Computation, Graph, Instruction, SharedAttrs,
-                    location_text, own_attrs, shape_text)
+from .graph import (ARRAY, CORE_ATTRIBUTES, OTHER, TOKEN, TUPLE, Columns, Computation, Graph, Instruction,
+                    SharedAttrs, location_text, own_attrs, shape_text)
 from .hlo_metadata import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
 from .rules import rule_for
 
@@ -90,7 +90,7 @@ class Handles:
     # steps walked (clones included), so that the rewrite need not walk again.
     calls: dict[str, list[ir.Operation]] = field(default_factory=dict)
     # By instruction id, the op's C API pointer (0: no op), where the walk read
-    # blocks through the C API (``block_rows``); the rewrite writes the layouts
+    # blocks through the C API (``OpWalk``); the rewrite writes the layouts
     # of every op through them in one call.  None after a bindings-only walk.
     op_ptrs: "array | list[int] | None" = None
 
@@ -123,11 +123,12 @@ _EXTRACTED = {
 }
 
 
-# Ops whose extracted facts come from one attribute alone, by that attribute's
-# name: MLIR uniques attributes, so each distinct one is read once per import.
+# Ops whose extracted facts come from one attribute alone (its value, or
+# that it is absent), by that attribute's name: MLIR uniques attributes, so
+# each distinct one is read once per import.
 _ONE_ATTRIBUTE = {
     "transpose": "permutation", "broadcast_in_dim": "broadcast_dimensions", "reduce": "dimensions",
-    "dot_general": "dot_dimension_numbers", "concatenate": "dimension",
+    "dot_general": "dot_dimension_numbers", "concatenate": "dimension", "reshape": PASS_CREATED,
 }
 
 
@@ -332,34 +333,37 @@ CAPI_LIBRARY = "libjax_common.so"
 _capi_state: list[bool] = []
 
 
-def _bindings_rows(block: ir.Block) -> tuple:
-    """A block's values as ``_capi_rows`` lists them, each known by its bindings
-    object: its arguments and their types; per op its operands, its results
-    and their types, its name and the op itself; no pointers (the walk keeps
-    the ops and their locations as objects), and the whole block at once."""
+# One op as the walk reads it: (handle, name, operand keys, result keys,
+# result type keys, location, whether it is the block's last op).  Read
+# through the C API (``_core.OpWalk.next_op``) the handle, the keys and the
+# location are C API pointers; read through the bindings the handle is the
+# op, the keys are its values and their types, and the location is None
+# (the op's own, read from it).
+OpRow = tuple[Any, str, tuple, tuple, tuple, "int | None", bool]
+
+
+def _bindings_arguments(block: ir.Block) -> tuple[tuple, tuple]:
+    """A block's arguments and their types, by the bindings' objects (``_core.block_arguments``)."""
     arguments = tuple(block.arguments)
+    return arguments, tuple(a.type for a in arguments)
+
+
+def _bindings_ops(block: ir.Block) -> Iterator[OpRow]:
+    """A block's ops as ``OpWalk.next_op`` hands them over, by the bindings' objects."""
     ops = [op.operation for op in block.operations]
-    results = [tuple(op.results) for op in ops]
-    return (arguments, tuple(a.type for a in arguments), [tuple(op.operands) for op in ops], results,
-            [tuple(r.type for r in rs) for rs in results], None, None, 0, [op.name for op in ops], ops)
+    last = len(ops) - 1
+    for k, op in enumerate(ops):
+        results = tuple(op.results)
+        yield op, op.name, tuple(op.operands), results, tuple(r.type for r in results), None, k == last
 
 
-# Ops per window of ``_capi_rows``: a window's rows are Python ints, ~350
-# bytes an op, so a 144k-op block read whole would hold ~50 MB at once.
-ROWS_WINDOW = 4096
-
-
-def _capi_rows(block: ir.Block, after: int = 0) -> tuple:
-    """A block's values, each known by the C API's identity (an int), read by
-    the core in one call: the walk then makes no bindings object per operand,
-    result or type (~1 us each through the bindings).  Its sixth row is the
-    ops' own pointers (``Handles.op_ptrs``), its seventh their locations
-    (``location_at``), where the bindings would make a ~180-byte object per op.
-    It lists ``ROWS_WINDOW`` ops after the op ``after`` (0: from the start);
-    its eighth row is the op to go on after (0: the block is done), its ninth
-    the ops' names; the tenth, the ops' objects in ``_bindings_rows``, is None:
-    the walk makes an op's object only where it reads more than its name."""
-    return (*_core.block_rows(block._CAPIPtr, CAPI_LIBRARY, after, ROWS_WINDOW), None)
+def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: list[int], scope: str) -> Iterator[OpRow]:
+    """The ops of a block that ``walk`` (an ``OpWalk``) hands to the Python
+    walk; it writes the rest itself as it goes (``cpp/import_walk.cpp``)."""
+    next_op, capsule, after = walk.next_op, block._CAPIPtr, 0
+    while (op := next_op(capsule, after, cid, comp_instrs, scope)) is not None:
+        yield op
+        after = op[0]
 
 
 def capi_unusable_reason() -> str:
@@ -369,7 +373,8 @@ def capi_unusable_reason() -> str:
     why = _core.find_mlir_capi(CAPI_LIBRARY)
     if why:
         return why
-    # The identities must be the bindings' own: one small module read both ways.
+    # The identities must be the bindings' own: one small module read both
+    # ways, the core told of no op it may write, so it hands over each.
     with ir.Context() as ctx, ir.Location.unknown(ctx):
         ctx.allow_unregistered_dialects = True
         module = ir.Module.parse(
@@ -379,14 +384,17 @@ def capi_unusable_reason() -> str:
             '  "func.return"(%1) : (f32) -> ()\n'
             '}) {function_type = (tensor<2xf32>, i32) -> f32, sym_name = "probe"} : () -> ()')
         block = module.body.operations[0].regions[0].blocks[0]
-        got = _capi_rows(block)
+        walk = _core.OpWalk(CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
+        got = (_core.block_arguments(block._CAPIPtr, CAPI_LIBRARY), list(_handed_ops(walk, block, 0, [], "")))
         ptr = _core.capsule_pointer
-        arguments, arg_types, operands, results, types, *_ = _bindings_rows(block)
-        ops = [op.operation for op in block.operations]
-        want = (tuple(ptr(a._CAPIPtr) for a in arguments), tuple(ptr(t._CAPIPtr) for t in arg_types),
-                *([tuple(ptr(x._CAPIPtr) for x in item) for item in row] for row in (operands, results, types)),
-                [ptr(op._CAPIPtr) for op in ops], [ptr(op.location._CAPIPtr) for op in ops])
-        if tuple(got[:2]) != want[:2] or list(map(list, got[2:7])) != list(map(list, want[2:])) or got[7] != 0:
+
+        def ptrs(objects: tuple) -> tuple[int, ...]:
+            return tuple(ptr(x._CAPIPtr) for x in objects)
+
+        want = (tuple(map(ptrs, _bindings_arguments(block))),
+                [(ptr(op._CAPIPtr), name, ptrs(operands), ptrs(results), ptrs(types), ptr(op.location._CAPIPtr), last)
+                 for op, name, operands, results, types, _, last in _bindings_ops(block)])
+        if got != want:
             return "the C API's reading of a probe block differs from the bindings'"
     return ""
 
@@ -395,7 +403,7 @@ _location_capsule: list[str] = []
 
 
 def location_at(pointer: int) -> ir.Location:
-    """The location a C API pointer names (``block_rows``' seventh row, kept as
+    """The location a C API pointer names (an ``OpRow``'s location, kept as
     ``Instruction.where`` until read).  A location is an attribute its context
     owns, valid while the context lives: the graph keeps it (``Graph.context``)."""
     if not _location_capsule:
@@ -420,30 +428,34 @@ class _Importer:
         self.g = Graph()
         self.h = Handles()
         # What each op name means to the walk (``_facts_of``), worked out once per name.
-        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool, bool]] = {}
-        # How the walk reads a block's values (``block_rows``): by the C API's
-        # identities where the core found it, else through the bindings' objects.
-        # Either way a value is known by its key, and a type by its key.
-        self.rows = _capi_rows if (_capi_usable() if by_identity is None else by_identity) else _bindings_rows
+        self.op_facts: dict[str, tuple[Any, bool, str, str | None, str, int, bool, bool, bool]] = {}
+        # How the walk reads a block's values: by the C API's identities where
+        # the core found it, else through the bindings' objects.  Either way a
+        # value is known by its key, and a type by its key.
+        self.by_identity = _capi_usable() if by_identity is None else by_identity
         # The name of an op's capsule (``_CAPICreate``), for the ops the walk makes objects of.
         self.op_capsule = _core.capsule_name(self.module._CAPIPtr)
-        if self.rows is _capi_rows:
+        self.vid: dict[Any, int] = {}
+        self.value_comp: list[int] = []
+        # element, dims, rank, row of the columns' shape table
+        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}
+        # The same, by a type's key (the C API's identity; the type itself in the bindings' walk).
+        self.type_index: dict[Any, tuple[str, L.Dims, int, int]] = {} if self.by_identity else self.tensor_types
+        # Through the C API the core writes the rows of the ops that need no
+        # Python (``cpp/import_walk.cpp``) and hands the walk the others.
+        self.op_walk: Any = None
+        if self.by_identity:
             self.h.op_ptrs = array("q")
             self.g.context = self.module.context  # the locations' owner (location_at)
-        self.vid: dict[Any, int] = {}
+            self.op_walk = _core.OpWalk(CAPI_LIBRARY, self.g.columns, self.vid, self.value_comp, self.type_index,
+                                        self.h.op_ptrs, _NO_ATTRS)
         self.comp_parent: dict[int, int | None] = {}
         self.func_of: list[str] = []  # by computation id: the function whose body holds it
         self.depth: list[int] = []  # by computation id: 1 for a function body, +1 per region
         # Per computation: captured outer value id -> local parameter value id.
         self.captured: dict[int, dict[int, int]] = {}
-        self.value_comp: list[int] = []
         self.funcs: dict[str, ir.Operation] = {}
         self.scope = ""  # the function (instance) whose body is being walked
-        # element, dims, rank, row of the columns' shape table
-        self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}
-        # The same, by a type's key (the C API's identity; the type itself in the bindings' walk).
-        self.type_index: dict[Any, tuple[str, L.Dims, int, int]] = (
-            {} if self.rows is _capi_rows else self.tensor_types)
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
         self.extracted: dict[tuple[str, ir.Attribute], SharedAttrs] = {}
@@ -479,7 +491,7 @@ class _Importer:
 
     def _new_keyed_value(self, key: Any, type_key: Any, type_of: Callable[[], ir.Type], producer: int,
                          index: int, comp: int) -> int:
-        """``_new_value`` for a value and type known by their keys (``block_rows``):
+        """``_new_value`` for a value and type known by their keys (an ``OpRow``):
         the type object is asked for only when its key is new."""
         known = self.type_index.get(type_key)
         if known is not None:
@@ -674,15 +686,16 @@ class _Importer:
         comp = g.comps[cid]
         self.h.regions[cid] = region
         block = region.blocks[0]
-        rows = self.rows(block)
+        keys, type_keys = (_core.block_arguments(block._CAPIPtr, CAPI_LIBRARY) if self.by_identity
+                           else _bindings_arguments(block))
         arguments = block.arguments
-        for n, (arg, type_key) in enumerate(zip(rows[0], rows[1])):
+        for n, (arg, type_key) in enumerate(zip(keys, type_keys)):
             p = self._instr("parameter", cid, [], self._shared_attrs("number", n), comp.name, None)
             # At its size, not room for four.
             p.results = [self._new_keyed_value(arg, type_key, lambda: arguments[n].type, p.id, n, cid)]  # noqa: B023
             comp.params.append(p.id)
             comp.instrs.append(p.id)
-        results = yield self._walk_ops(block, cid, rows)
+        results = yield self._walk_ops(block, cid)
         if results is not None:
             terminator, root_operands, where, pointer = results
             self.h.terminators[cid] = terminator
@@ -693,10 +706,8 @@ class _Importer:
         comp.root = root.id
         comp.instrs.append(root.id)
 
-    def _walk_ops(self, block: ir.Block, cid: int, rows: tuple) -> Walk:
-        """Import a block's ops into computation ``cid``; return its terminator's operands.
-
-        ``rows``: the block's values by key (``block_rows``)."""
+    def _walk_ops(self, block: ir.Block, cid: int) -> Walk:
+        """Import a block's ops into computation ``cid``; return its terminator's operands."""
         g = self.g
         comp = g.comps[cid]
         vid, value_comp = self.vid, self.value_comp
@@ -713,79 +724,80 @@ class _Importer:
             cols.scope)
         assert col_count is not None and col_results is not None
         # An op's bindings object is made only where the walk reads more than
-        # its name, operands and results (attributes, regions, a new type): an
-        # elementwise op needs none.  Where the walk keeps pointers
-        # (``Handles.op_ptrs``) each object goes when the walk moves on, so a
-        # large block's are never all alive at once.
-        (_, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following, names,
-         objects) = rows
+        # its name, operands and results (attributes, regions, a new type).
+        # Through the C API the core writes the ops that need none of that
+        # (``OpWalk``), and each object made here goes when the walk moves on,
+        # so a large block's are never all alive at once.
+        walk = self.op_walk
         hptrs = self.h.op_ptrs
         type_index = self.type_index
         capsule = self.op_capsule
-        at, end = -1, len(names) - 1
-        while True:
-            at += 1
-            if at > end:  # the next window of a block the C API reads
-                if not following:
-                    break
-                (_, _, operand_rows, result_rows, type_rows, op_ptrs, where_rows, following, names,
-                 objects) = self.rows(block, following)
-                at, end = 0, len(names) - 1
-            name = names[at]
-            op = objects[at] if objects is not None else None
+        ops = _bindings_ops(block) if walk is None else _handed_ops(walk, block, cid, comp_instrs, scope)
+        for handle, name, operand_keys, result_keys, type_keys, where, last in ops:
+            op, pointer = (None, handle) if walk is not None else (handle, 0)
             if name == "mhlo.copy":
                 if op is None:
-                    op = _operation_at(op_ptrs[at], capsule)
+                    op = _operation_at(pointer, capsule)
                 if COPY_MARK in op.attributes:
                     # Its value stands for its operand; a branch captures that where
                     # the copy is first read, as before the copy went in (a copy sits
                     # at its branch's start, and capture order decides ties).
-                    vid[result_rows[at][0]] = vid[operand_rows[at][0]]
+                    vid[result_keys[0]] = vid[operand_keys[0]]
                     self.stale_copies.append(op)
                     continue
             # Sliced to its size: a list that grew by appends keeps room for four.
             operands = [i if value_comp[i] == cid else capture(i, cid)
-                        for i in map(vid.__getitem__, operand_rows[at])][:]
-            if at == end and not following and _is_terminator(name):
+                        for i in map(vid.__getitem__, operand_keys)][:]
+            if last and _is_terminator(name):
                 if op is None:
-                    op = _operation_at(op_ptrs[at], capsule)
-                if where_rows is None:
+                    op = _operation_at(pointer, capsule)
+                if where is None:
                     return op, operands, op.location, 0
-                return op, operands, where_rows[at], op_ptrs[at]
+                return op, operands, where, pointer
             if name == "func.call" and self.inline:
                 if self.optimistic:
                     raise _CallsToFlatten()
                 if op is None:
-                    op = _operation_at(op_ptrs[at], capsule)
-                yield self._inline_call(op, cid, operands, result_rows[at])
+                    op = _operation_at(pointer, capsule)
+                yield self._inline_call(op, cid, operands, result_keys)
                 continue
             facts = op_facts.get(name)
             if facts is None:
                 if op is None:
-                    op = _operation_at(op_ptrs[at], capsule)
+                    op = _operation_at(pointer, capsule)
                 rule, needs, tuple_kind, keyed_by = _facts_of(name)
                 no_regions = _never_has_regions(op)
                 # Most ops (elementwise ones) are plain: a known rule, no attributes
-                # the rules read, no regions, no tuple, nothing forwarded.
-                plain = (rule.known and not needs and keyed_by is None and no_regions and not tuple_kind
-                         and not rule.forwards and not self.given_layouts)
+                # the rules read, no regions, no tuple, nothing forwarded.  The
+                # core writes those, and those whose facts come from one
+                # attribute, once it knows them (a copy is read here: its mark).
+                written = (rule.known and no_regions and not tuple_kind and not rule.forwards
+                           and not self.given_layouts and name != "mhlo.copy")
+                plain = written and not needs and keyed_by is None
                 facts = op_facts[name] = (rule, needs, tuple_kind, keyed_by, name, cols.code_of_op(name), no_regions,
-                                          plain)
+                                          plain, written and keyed_by is not None)
+                if walk is not None and plain:
+                    walk.plain(pointer, facts[5])
+                elif walk is not None and facts[8]:
+                    walk.keyed(pointer, facts[5], keyed_by)
             # Every instruction of one op name holds the same string, not a copy per op.
-            rule, needs, tuple_kind, keyed_by, name, code, no_regions, plain = facts
+            rule, needs, tuple_kind, keyed_by, name, code, no_regions, plain, core_keyed = facts
             if plain:
                 attrs = _NO_ATTRS
             else:
                 if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
                                    or self.given_layouts):
-                    op = _operation_at(op_ptrs[at], capsule)
+                    op = _operation_at(pointer, capsule)
                 if not rule.known:
                     g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
                 if keyed_by is not None:
-                    key = (name, op.attributes[keyed_by])
+                    given = op.attributes
+                    key = (name, given[keyed_by] if keyed_by in given else None)
                     extracted = self.extracted.get(key)
                     if extracted is None:
-                        extracted = self.extracted[key] = SharedAttrs(_extract(op, name))
+                        extracted = self.extracted[key] = SharedAttrs(_extract(op, name)) or _NO_ATTRS
+                        if core_keyed and walk is not None:
+                            walk.facts(pointer, extracted, not CORE_ATTRIBUTES.isdisjoint(extracted))
                     # Ops of one name and attribute share its facts (a region op
                     # whose regions capture values gets its own dict, own_attrs).
                     attrs = extracted
@@ -807,13 +819,13 @@ class _Importer:
             col_results.append(())
             col_attrs.append(attrs)
             col_scope.append(scope)
-            if where_rows is None:
+            if where is None:
                 col_where.append(0)
                 cols.where_other[iid] = op.location
             else:
-                col_where.append(where_rows[at])
+                col_where.append(where)
             if hptrs is not None:
-                hptrs.append(op_ptrs[at])
+                hptrs.append(pointer)
             else:
                 hops.append(op)
             comp_instrs.append(iid)
@@ -836,10 +848,9 @@ class _Importer:
                     yield self._walk_region(region, child)
             # The results list is made at its size (one appended to keeps room
             # for four): most ops have one result, of a type already decoded.
-            op_results = result_rows[at]
-            if len(op_results) == 1:
-                res = op_results[0]
-                known = type_index.get(type_rows[at][0])
+            if len(result_keys) == 1:
+                res = result_keys[0]
+                known = type_index.get(type_keys[0])
                 if known is not None:  # Graph.add_value for a known tensor type, written out
                     n = len(col_producer)
                     col_producer.append(iid)
@@ -852,14 +863,13 @@ class _Importer:
                     results = [n]
                 else:
                     results = [self._new_keyed_value(
-                        res, type_rows[at][0], lambda: self._op_of(op, op_ptrs, at).results[0].type,  # noqa: B023
+                        res, type_keys[0], lambda: self._op_of(op, pointer).results[0].type,  # noqa: B023
                         iid, 0, cid)]
                 col_results[iid] = results[0]  # one result: its vid, not a list
             else:
-                types = type_rows[at]
-                results = [self._new_keyed_value(res, types[r], lambda: self._op_of(op, op_ptrs, at).results[r].type,  # noqa: B023
+                results = [self._new_keyed_value(res, type_keys[r], lambda: self._op_of(op, pointer).results[r].type,  # noqa: B023
                                                       iid, r, cid)
-                           for r, res in enumerate(op_results)]
+                           for r, res in enumerate(result_keys)]
                 col_results[iid] = results
             if plain:
                 continue
@@ -878,9 +888,9 @@ class _Importer:
                         g.share_buffer(g.values[v], cols.buffer_of.get(operands[r], operands[r]))
         return None
 
-    def _op_of(self, op: ir.Operation | None, pointers: Any, at: int) -> ir.Operation:
-        """``op``, or the op at ``pointers[at]`` where the walk made no object for it."""
-        return op if op is not None else _operation_at(pointers[at], self.op_capsule)
+    def _op_of(self, op: ir.Operation | None, pointer: int) -> ir.Operation:
+        """``op``, or the op at C API ``pointer`` where the walk made no object for it."""
+        return op if op is not None else _operation_at(pointer, self.op_capsule)
 
     def _inline_call(self, op: ir.Operation, cid: int, operands: list[int], result_keys: tuple) -> Walk:
         """Import a callee's body in place of the call, as XLA's CallInliner does.
@@ -899,13 +909,13 @@ class _Importer:
                             location_text(op.location))
         self.inlining.append(self.scope)
         block = f.regions[0].blocks[0]
-        rows = self.rows(block)
+        keys = _core.block_arguments(block._CAPIPtr, CAPI_LIBRARY)[0] if self.by_identity else block.arguments
         caller_scope = self.scope
         self.scope = callee
-        for key, arg, vid in zip(rows[0], block.arguments, operands):
+        for key, arg, vid in zip(keys, block.arguments, operands):
             self.vid[key] = vid
             self.h.views.setdefault((vid, callee), []).append(arg)
-        found = yield self._walk_ops(block, cid, rows)
+        found = yield self._walk_ops(block, cid)
         self.scope = caller_scope
         results = found[1] if found is not None else []
         for key, res, vid in zip(result_keys, op.results, results):

@@ -10,13 +10,14 @@ same graph, field for field, on every input.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import fields
 
 import pytest
 
 from stablehlo_layout import _core, importer, mlir
 from stablehlo_layout.errors import InputError, PassError
-from stablehlo_layout.graph import Graph
+from stablehlo_layout.graph import Columns, Graph
 from tests.conftest import load_text
 from tests.unit.test_index import INPUTS, ROOT
 
@@ -44,13 +45,31 @@ def test_the_c_api_is_found_in_the_installed_jaxlib():
     assert importer._capi_usable()
 
 
-@pytest.mark.parametrize("window", [importer.ROWS_WINDOW, 3], ids=["window", "small-window"])
+_OpWalk = _core.OpWalk  # the core's own, where a test puts a stand-in in its place
+
+
+class _HandsOverEverything:
+    """An ``OpWalk`` told of no op name it may write: the Python walk reads
+    every op by the C API's identities, as it does the ops the core hands over."""
+
+    def __init__(self, *args) -> None:
+        self.walk = _OpWalk(*args)
+        self.next_op = self.walk.next_op
+
+    def plain(self, *_) -> None:
+        pass
+
+    keyed = facts = plain
+
+
+@pytest.mark.parametrize("core", ["writes", "hands-over"])
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "calls"])
-def test_both_readings_build_the_same_graph_on_every_input(inline: bool, window: int,
-                                                           monkeypatch: pytest.MonkeyPatch):
-    # A small window makes every block of more than three ops go on across windows,
-    # a region or an inlined callee walked in between.
-    monkeypatch.setattr(importer, "ROWS_WINDOW", window)
+def test_both_readings_build_the_same_graph_on_every_input(inline: bool, core: str, monkeypatch: pytest.MonkeyPatch):
+    # Through the C API the core writes the ops that need no Python and the
+    # walk reads the rest (regions and inlined callees walked in between);
+    # "hands-over" has the walk read every op, as through the bindings.
+    if core == "hands-over":
+        monkeypatch.setattr(_core, "OpWalk", _HandsOverEverything)
     checked = 0
     for path in INPUTS:
         graphs = []
@@ -67,8 +86,7 @@ def test_both_readings_build_the_same_graph_on_every_input(inline: bool, window:
     assert checked > 50
 
 
-def test_block_rows_reads_what_the_bindings_read():
-    module = load_text("""
+_WHILE = """
 func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<i32>) {
   %r:2 = stablehlo.while(%a = %x, %i = %n) : tensor<4xf32>, tensor<i32>
   cond {
@@ -80,58 +98,119 @@ func.func @main(%x: tensor<4xf32>, %n: tensor<i32>) -> (tensor<4xf32>, tensor<i3
   }
   return %r#0, %r#1 : tensor<4xf32>, tensor<i32>
 }
-""")
+"""
+
+
+def test_the_handed_over_ops_read_what_the_bindings_read():
+    module = load_text(_WHILE)
     func = module.body.operations[0]
     while_op = func.regions[0].blocks[0].operations[0].operation
     blocks = [func.regions[0].blocks[0], *(r.blocks[0] for r in while_op.regions)]
     ptr = _core.capsule_pointer
+    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
     for block in blocks:
-        rows = _core.block_rows(block._CAPIPtr, importer.CAPI_LIBRARY)
-        args, arg_types, operands, results, types, op_ptrs, wheres, following, names = rows
-        assert following == 0
-        # Read two ops at a time, the windows make up the whole block.
-        windows, after = [], 0
-        while True:
-            w = _core.block_rows(block._CAPIPtr, importer.CAPI_LIBRARY, after, 2)
-            windows.append(w)
-            assert len(w[2]) <= 2 and (w[0] == () or after == 0)
-            after = w[7]
-            if after == 0:
-                break
-        for row in (*range(2, 7), 8):
-            assert [x for w in windows for x in w[row]] == list(rows[row])
+        # Told of no op it may write, the core hands over every op.
+        handed = list(importer._handed_ops(walk, block, 0, [], ""))
         ops = [op.operation for op in block.operations]
-        assert op_ptrs == [ptr(op._CAPIPtr) for op in ops]
+        assert [h[0] for h in handed] == [ptr(op._CAPIPtr) for op in ops]
+        names = [h[1] for h in handed]
         assert names == [op.name for op in ops]
         # One str per distinct name, shared by every op of that name.
         assert len({id(n) for n in names}) == len(set(names))
+        assert [h[2] for h in handed] == [tuple(ptr(v._CAPIPtr) for v in op.operands) for op in ops]
+        assert [h[3] for h in handed] == [tuple(ptr(v._CAPIPtr) for v in op.results) for op in ops]
+        assert [h[4] for h in handed] == [tuple(ptr(v.type._CAPIPtr) for v in op.results) for op in ops]
+        wheres = [h[5] for h in handed]
         assert wheres == [ptr(op.location._CAPIPtr) for op in ops]
         assert [str(importer.location_at(w)) for w in wheres] == [str(op.location) for op in ops]
+        assert [h[6] for h in handed] == [k == len(ops) - 1 for k in range(len(ops))]
+        args, arg_types = _core.block_arguments(block._CAPIPtr, importer.CAPI_LIBRARY)
         assert args == tuple(ptr(a._CAPIPtr) for a in block.arguments)
         assert arg_types == tuple(ptr(a.type._CAPIPtr) for a in block.arguments)
-        assert operands == [tuple(ptr(v._CAPIPtr) for v in op.operands) for op in ops]
-        assert results == [tuple(ptr(v._CAPIPtr) for v in op.results) for op in ops]
-        assert types == [tuple(ptr(v.type._CAPIPtr) for v in op.results) for op in ops]
+    assert walk.written == 0
     # The while's results are what the return reads, by identity.
-    _, _, operands, results, *_ = _core.block_rows(blocks[0]._CAPIPtr, importer.CAPI_LIBRARY)
-    assert operands[-1] == results[0]
+    handed = list(importer._handed_ops(walk, blocks[0], 0, [], ""))
+    assert handed[-1][2] == handed[0][3]
+
+
+def test_the_core_writes_the_ops_python_told_it_of(monkeypatch: pytest.MonkeyPatch):
+    made = []
+
+    def kept(*args):
+        made.append(_OpWalk(*args))
+        return made[-1]
+
+    monkeypatch.setattr(_core, "OpWalk", kept)
+    module = load_text("""
+func.func @main(%x: tensor<4x2xf32>, %y: tensor<2x4xf32>) -> tensor<4x2xf32> {
+  %a = stablehlo.negate %x : tensor<4x2xf32>
+  %b = stablehlo.negate %a : tensor<4x2xf32>
+  %c = stablehlo.add %a, %b : tensor<4x2xf32>
+  %t = stablehlo.transpose %y, dims = [1, 0] : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %u = stablehlo.transpose %y, dims = [1, 0] : (tensor<2x4xf32>) -> tensor<4x2xf32>
+  %v = stablehlo.transpose %x, dims = [0, 1] : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %w = stablehlo.transpose %x, dims = [0, 1] : (tensor<4x2xf32>) -> tensor<4x2xf32>
+  %d = stablehlo.add %c, %t : tensor<4x2xf32>
+  %e = stablehlo.negate %d : tensor<4x2xf32>
+  return %e : tensor<4x2xf32>
+}
+""")
+    g, h = importer.import_module(module, by_identity=True)
+    # The second negate, both later adds and negates, the transposes whose
+    # permutation was met before: the first of each name or permutation is read
+    # by Python, and so is the return.
+    assert made[0].written == 5
+    ops = [i.op for i in g.instrs]
+    assert ops.count("stablehlo.negate") == 3 and ops.count("stablehlo.transpose") == 4
+    # What the core wrote reads as what Python writes: attributes shared per permutation.
+    transposes = [i for i in g.instrs if i.op == "stablehlo.transpose"]
+    assert transposes[0].attrs is transposes[1].attrs and transposes[2].attrs is transposes[3].attrs
+    assert transposes[0].attrs is not transposes[2].attrs
+    assert list(h.op_ptrs) == [0, 0] + [_core.capsule_pointer(op.operation._CAPIPtr)
+                                        for op in module.body.operations[0].regions[0].blocks[0].operations]
 
 
 def test_a_library_that_is_not_loaded_is_named():
     assert "libnot_loaded_here.so is not loaded" in _core.find_mlir_capi("libnot_loaded_here.so")
     module = load_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n")
-    with pytest.raises(RuntimeError, match="block_rows: libnot_loaded_here.so is not loaded"):
-        _core.block_rows(module.body.operations[0].regions[0].blocks[0]._CAPIPtr, "libnot_loaded_here.so")
+    with pytest.raises(RuntimeError, match="block_arguments: libnot_loaded_here.so is not loaded"):
+        _core.block_arguments(module.body.operations[0].regions[0].blocks[0]._CAPIPtr, "libnot_loaded_here.so")
+    with pytest.raises(RuntimeError, match="OpWalk: libnot_loaded_here.so is not loaded"):
+        _core.OpWalk("libnot_loaded_here.so", Columns(), {}, [], {}, array("q"), {})
     # A failed search for one library leaves the other's answer alone.
     assert _core.find_mlir_capi(importer.CAPI_LIBRARY) == ""
 
 
-def test_block_rows_refuses_what_is_not_a_capsule():
+def test_the_walk_refuses_what_it_cannot_read():
+    module = load_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+                       "  %y = stablehlo.negate %x : tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n")
+    block = module.body.operations[0].regions[0].blocks[0]
+    negate = _core.capsule_pointer(block.operations[0].operation._CAPIPtr)
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
-        _core.block_rows(object(), importer.CAPI_LIBRARY)
-    module = load_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n")
-    with pytest.raises(ValueError, match="at least one op"):
-        _core.block_rows(module.body.operations[0].regions[0].blocks[0]._CAPIPtr, importer.CAPI_LIBRARY, 0, 0)
+        _core.block_arguments(object(), importer.CAPI_LIBRARY)
+    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
+    with pytest.raises(TypeError, match="_CAPIPtr capsule"):
+        walk.next_op(object(), 0, 0, [], "")
+    with pytest.raises(TypeError, match="comp_instrs is not a list"):
+        walk.next_op(block._CAPIPtr, 0, 0, (), "")
+    with pytest.raises(ValueError, match="a null op"):
+        walk.plain(0, 1)
+    with pytest.raises(ValueError, match="an attribute name is needed"):
+        walk.keyed(negate, 1, "")
+    walk.plain(negate, 1)
+    with pytest.raises(ValueError, match="not keyed by an attribute"):
+        walk.facts(negate, {}, False)
+    # An op without its keyed attribute is keyed by the attribute's absence.
+    walk.keyed(negate, 1, "permutation")
+    walk.facts(negate, {}, False)
+    # Columns frozen into arrays, or no columns at all, are refused.
+    frozen = Columns()
+    frozen.freeze()
+    for columns in (frozen, object()):
+        with pytest.raises((TypeError, AttributeError)):
+            _core.OpWalk(importer.CAPI_LIBRARY, columns, {}, [], {}, array("q"), {})
+    with pytest.raises(TypeError, match="8-byte items"):
+        _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("i"), {})
 
 
 @pytest.mark.parametrize("target", ["generic", "xla-cpu", "xla-gpu"])
@@ -164,7 +243,7 @@ def test_set_attribute_pairs_refuses_rows_that_do_not_fit():
     module = load_text("func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
                        "  %y = stablehlo.negate %x : tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n")
     block = module.body.operations[0].regions[0].blocks[0]
-    negate = _core.block_rows(block._CAPIPtr, importer.CAPI_LIBRARY)[5][0]
+    negate = _core.capsule_pointer(block.operations[0].operation._CAPIPtr)
     with module.context:
         attr = ir_string("f32[4]{0}")
         a = _core.capsule_pointer(attr._CAPIPtr)

@@ -1,0 +1,44 @@
+// What the bindings' files share when they read MLIR's objects from Python:
+// the pointer inside a ``_CAPIPtr`` capsule, and tuples of C API pointers as
+// Python ints (the import walk's identities).
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace slcore_python {
+
+// A capsule's pointer (the bindings' ``_CAPIPtr``), whatever the capsule's name.
+inline void* capsule_pointer(nanobind::handle capsule, const char* what) {
+  void* p = PyCapsule_IsValid(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
+                ? PyCapsule_GetPointer(capsule.ptr(), PyCapsule_GetName(capsule.ptr()))
+                : nullptr;
+  if (p == nullptr) {
+    PyErr_Clear();
+    throw nanobind::type_error((std::string(what) + ": expected an MLIR _CAPIPtr capsule").c_str());
+  }
+  return p;
+}
+
+// A tuple of Python ints, one per pointer.
+inline nanobind::object pointer_tuple(intptr_t n, const std::function<void*(intptr_t)>& at) {
+  PyObject* t = PyTuple_New(n);
+  if (t == nullptr) throw nanobind::python_error();
+  for (intptr_t i = 0; i < n; ++i) {
+    PyObject* v = PyLong_FromVoidPtr(at(i));
+    if (v == nullptr) {
+      Py_DECREF(t);
+      throw nanobind::python_error();
+    }
+    PyTuple_SET_ITEM(t, i, v);
+  }
+  return nanobind::steal(t);
+}
+
+// Registers the import walk's functions (import_walk.cpp) on the module.
+void bind_import_walk(nanobind::module_& m);
+
+}  // namespace slcore_python
