@@ -38,7 +38,36 @@ inline nanobind::object pointer_tuple(intptr_t n, const std::function<void*(intp
   return nanobind::steal(t);
 }
 
+// An ``array.array`` of type code `code` read in place through the buffer
+// protocol, for as long as the view lives (the array must not be resized).
+template <class T>
+class ArrayView {
+ public:
+  ArrayView(nanobind::handle a, char code, const char* what) {
+    if (PyObject_GetBuffer(a.ptr(), &view_, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Clear();
+      throw nanobind::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
+    }
+    if (view_.itemsize != static_cast<Py_ssize_t>(sizeof(T)) || view_.format == nullptr || view_.format[0] != code ||
+        view_.format[1] != 0) {
+      PyBuffer_Release(&view_);
+      throw nanobind::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
+    }
+  }
+  ~ArrayView() { PyBuffer_Release(&view_); }
+  ArrayView(const ArrayView&) = delete;
+  ArrayView& operator=(const ArrayView&) = delete;
+  size_t size() const { return static_cast<size_t>(view_.len) / sizeof(T); }
+  T operator[](size_t i) const { return static_cast<const T*>(view_.buf)[i]; }
+
+ private:
+  Py_buffer view_;
+};
+
 // Registers the import walk's functions (import_walk.cpp) on the module.
 void bind_import_walk(nanobind::module_& m);
+
+// Registers the rewrite's scan of the graph's columns (rewrite_rows.cpp).
+void bind_rewrite_rows(nanobind::module_& m);
 
 }  // namespace slcore_python

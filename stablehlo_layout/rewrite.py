@@ -125,51 +125,44 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     # Reducer and comparator bodies work on scalars and have no layout to
     # choose; annotating them would also stop the printer from using their
     # compact form, which it does by dropping attributes.
-    skip = [comp.kind == "apply" for comp in g.comps]
-    # Where the import read the ops' C API pointers, the single-array ops are
-    # listed here and written in one core call (two attributes each, as the
-    # bindings would set them, ~1.5 us per op through the bindings).
-    # The ops' objects are then made only for the few other ops (LazyOps).
+    skip = array("B", [comp.kind == "apply" for comp in g.comps])
+    # The ops with one array result take one of a few hundred (xla_shape,
+    # result_layout) pairs, by element, shape and layout: the core lists them
+    # with their pair rows (``cpp/rewrite_rows.cpp``), and where the import
+    # read the ops' C API pointers it writes them in one more call (two
+    # attributes each, as the bindings would set them, ~1.5 us per op
+    # through the bindings).  The ops' objects are then made only for the
+    # few other ops (LazyOps).
     ptrs = h.op_ptrs
-    bulk_ops, bulk_pairs = array("q"), array("i")
-    # (element, shape row, layout) -> its row of ``pairs``: a few hundred shapes.
-    pair_row: dict[tuple, int] = {}
-    pairs: list[tuple[ir.Attribute, ir.Attribute]] = []
-    present = ptrs if ptrs is not None else [op is not None for op in ops]  # per instruction, an op
-    # The columns, read row by row: a view per instruction would cost more than the rest.
-    start, items, kind, element, shape = c.res_start, c.res_items, c.kind, c.element, c.shape
-    comp_of, op_of, root = c.comp, c.op, c.op_code.get("root", -1)
-    for iid, there in enumerate(present):
-        first, end = start[iid], start[iid + 1]
-        if not there or first == end or skip[comp_of[iid]] or op_of[iid] == root:
-            continue
-        if end - first == 1:
-            vid = items[first]
-            if kind[vid] == 0:  # an array
-                lay = layouts[vid]
-                key = (element[vid], shape[vid], lay)
-                k = pair_row.get(key)
-                if k is None:
-                    k = pair_row[key] = len(pairs)
-                    pairs.append(cache.array(values[vid], lay))
-                if ptrs is not None:
-                    bulk_ops.append(ptrs[iid])
-                    bulk_pairs.append(k)
-                else:
-                    attrs = ops[iid].attributes
-                    attrs["xla_shape"], attrs["result_layout"] = pairs[k]
-                continue
-        vals = [values[r] for r in items[first:end]]
+    present = ptrs if ptrs is not None else array("q", [op is not None for op in ops])  # per instruction, an op
+    iids, op_ptrs, rows, firsts, others = _core.annotation_rows(
+        present, c.res_start, c.res_items, c.kind, c.shape, c.comp, c.op, skip, c.op_code.get("root", -1),
+        c.element, layouts)
+    pairs = [cache.array(values[v], layouts[v]) for v in firsts]
+    if ptrs is not None:
+        if pairs:
+            pointer = _core.capsule_pointer
+            _core.set_attribute_pairs(_packed("q", op_ptrs), _packed("i", rows), "xla_shape", "result_layout",
+                                      [pointer(p[0]._CAPIPtr) for p in pairs],
+                                      [pointer(p[1]._CAPIPtr) for p in pairs], CAPI_LIBRARY)
+    else:
+        for iid, k in zip(_packed("i", iids), _packed("i", rows)):
+            attrs = ops[iid].attributes
+            attrs["xla_shape"], attrs["result_layout"] = pairs[k]
+    start, items = c.res_start, c.res_items
+    for iid in others:
+        vals = [values[r] for r in items[start[iid]:start[iid + 1]]]
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
         texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
         ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
                                                        "(" + ", ".join(texts) + ")")
-    if bulk_ops:
-        pointer = _core.capsule_pointer
-        _core.set_attribute_pairs(bulk_ops, bulk_pairs, "xla_shape", "result_layout",
-                                  [pointer(p[0]._CAPIPtr) for p in pairs], [pointer(p[1]._CAPIPtr) for p in pairs],
-                                  CAPI_LIBRARY)
+
+
+def _packed(code: str, raw: bytes) -> array:
+    column = array(code)
+    column.frombytes(raw)
+    return column
 
 
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bool) -> list[InsertedCopy]:

@@ -279,3 +279,51 @@ def test_a_location_read_by_pointer_outlives_its_module():
     del module
     gc.collect()
     assert negate.loc == "neg"
+
+
+def test_annotation_rows_groups_the_single_array_ops_by_pair():
+    # The rewrite's scan (cpp/rewrite_rows.cpp): every op with one array
+    # result, by (element, shape, layout) in first-seen order; the while
+    # (two results) is left to Python, the reducer's scalar body skipped.
+    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.rewrite import _packed
+
+    module = load_text("""
+func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tensor<2xf32>) {
+  %a = stablehlo.negate %x : tensor<4x2xf32>
+  %t = stablehlo.transpose %a, dims = [1, 0] : (tensor<4x2xf32>) -> tensor<2x4xf32>
+  %b = stablehlo.negate %a : tensor<4x2xf32>
+  %z = stablehlo.constant dense<0.0> : tensor<f32>
+  %s = stablehlo.reduce(%t init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %r:2 = stablehlo.while(%c = %b, %i = %n) : tensor<4x2xf32>, tensor<i32>
+  cond {
+    %k = stablehlo.compare LT, %i, %i : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %k : tensor<i1>
+  } do {
+    stablehlo.return %c, %i : tensor<4x2xf32>, tensor<i32>
+  }
+  return %r#0, %s : tensor<4x2xf32>, tensor<2xf32>
+}
+""")
+    result = assign_module(module, "xla-cpu")
+    g, a = result.graph, result.assignment
+    c = g.columns
+    skip = array("B", [comp.kind == "apply" for comp in g.comps])
+    present = array("q", [1 if op not in ("parameter", "root") else 0 for op in (i.op for i in g.instrs)])
+    args = (present, c.res_start, c.res_items, c.kind, c.shape, c.comp, c.op, skip, c.op_code["root"], c.element,
+            a.layouts)
+    iids, ops, rows, firsts, others = _core.annotation_rows(*args)
+    iids, rows = list(_packed("i", iids)), list(_packed("i", rows))
+    assert list(_packed("q", ops)) == [1] * len(iids)
+    names = [g.instrs[i].op for i in iids]
+    assert names == ["stablehlo.negate", "stablehlo.transpose", "stablehlo.negate", "stablehlo.constant",
+                     "stablehlo.reduce", "stablehlo.compare"]
+    # Both negates share a pair; each other shape or element takes its own, numbered as first met.
+    assert rows == [0, 1, 0, 2, 3, 4]
+    assert [g.instrs[g.values[v].producer].op for v in firsts] == [names[k] for k in (0, 1, 3, 4, 5)]
+    assert [g.instrs[i].op for i in others] == ["stablehlo.while"]
+    # Columns that do not line up are refused, as are arrays of another type.
+    with pytest.raises(ValueError, match="differ in length"):
+        _core.annotation_rows(present[:-1], *args[1:])
+    with pytest.raises(TypeError, match=r"array\('i'\)"):
+        _core.annotation_rows(present, c.res_start, c.res_items, c.kind, c.shape, array("q", c.comp), *args[6:])
