@@ -19,6 +19,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <stdexcept>
@@ -62,9 +63,63 @@ nb::object pointer_array(nb::handle a, const char* what) {
   return o;
 }
 
+// Graph value ids by the C API's value pointers: the import walk's table
+// of every value it has made (importer._Importer.vid).  A Python dict of int
+// keys cost a key object per value and three cache misses a lookup, and its
+// cost per value doubled from 45k to 180k values; this is one flat
+// open-addressing table, a pointer and an id per slot, at most half full.
+class ValueIds {
+ public:
+  ValueIds() { rehash(1024); }
+
+  // The id of the value at `key`, or -1.
+  int32_t get(uintptr_t key) const {
+    for (size_t i = slot(key);; i = (i + 1) & mask_) {
+      if (keys_[i] == key) return ids_[i];
+      if (keys_[i] == 0) return -1;
+    }
+  }
+
+  void set(uintptr_t key, int32_t id) {
+    if (key == 0) throw std::invalid_argument("ValueIds: a null value");
+    if (id < 0) throw std::invalid_argument("ValueIds: a negative id");
+    if (2 * (count_ + 1) > keys_.size()) rehash(2 * keys_.size());
+    size_t i = slot(key);
+    while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & mask_;
+    if (keys_[i] == 0) ++count_;
+    keys_[i] = key;
+    ids_[i] = id;
+  }
+
+  size_t size() const { return count_; }
+
+ private:
+  // Fibonacci hashing of the pointer less its alignment bits.
+  size_t slot(uintptr_t key) const { return static_cast<size_t>(((key >> 3) * 0x9E3779B97F4A7C15ULL) >> shift_); }
+
+  void rehash(size_t capacity) {
+    std::vector<uintptr_t> keys(capacity, 0);
+    std::vector<int32_t> ids(capacity, -1);
+    keys.swap(keys_);
+    ids.swap(ids_);
+    mask_ = capacity - 1;
+    shift_ = 64;
+    for (size_t c = capacity; c > 1; c >>= 1) --shift_;
+    count_ = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] != 0) set(keys[i], ids[i]);
+    }
+  }
+
+  std::vector<uintptr_t> keys_;  // 0: an empty slot
+  std::vector<int32_t> ids_;
+  size_t mask_ = 0, count_ = 0;
+  int shift_ = 64;
+};
+
 class OpWalk {
  public:
-  OpWalk(const std::string& library, nb::handle columns, nb::dict vid, nb::list value_comp, nb::dict type_index,
+  OpWalk(const std::string& library, nb::handle columns, nb::handle vid, nb::list value_comp, nb::dict type_index,
          nb::handle op_ptrs, nb::object no_attrs)
       : comp_(list_column(columns, "comp")),
         op_(list_column(columns, "op")),
@@ -81,7 +136,8 @@ class OpWalk {
         element_(list_column(columns, "element")),
         where_(pointer_array(columns.attr("where"), "columns.where")),
         op_ptrs_(pointer_array(op_ptrs, "op_ptrs")),
-        vid_(std::move(vid)),
+        vid_owner_(nb::borrow(vid)),
+        vid_(nb::cast<ValueIds*>(vid)),
         value_comp_(std::move(value_comp)),
         type_index_(std::move(type_index)),
         no_attrs_(std::move(no_attrs)),
@@ -208,24 +264,23 @@ class OpWalk {
     const intptr_t n = api_->operation_num_operands(op);
     operands_.clear();
     for (intptr_t i = 0; i < n; ++i) {
-      PyObject* id = lookup(vid_, api_->operation_operand(op, i));
-      if (id == nullptr) return false;
-      const Py_ssize_t v = PyLong_AsSsize_t(id);
-      if (v == -1 && PyErr_Occurred()) throw nb::python_error();
-      if (v < 0 || v >= PyList_GET_SIZE(value_comp_.ptr())) throw std::out_of_range("OpWalk: a value id");
+      const int32_t v = vid_->get(reinterpret_cast<uintptr_t>(api_->operation_operand(op, i)));
+      if (v < 0) return false;
+      if (v >= PyList_GET_SIZE(value_comp_.ptr())) throw std::out_of_range("OpWalk: a value id");
       const long home = PyLong_AsLong(PyList_GET_ITEM(value_comp_.ptr(), v));
       if (home == -1 && PyErr_Occurred()) throw nb::python_error();
       if (home != run.comp) return false;  // from an enclosing region: Python captures it
-      operands_.push_back(id);
+      operands_.push_back(v);
     }
-    // The instruction; the borrowed operand ids go into op_items before vid changes.
     nb::object iid = new_int(PyList_GET_SIZE(comp_.ptr()));
-    nb::object vid = new_int(PyList_GET_SIZE(producer_.ptr()));
+    const Py_ssize_t value = PyList_GET_SIZE(producer_.ptr());
+    if (value > INT32_MAX) throw std::overflow_error("OpWalk: more values than int32 ids");
+    PyObject* vid = id_object(static_cast<int32_t>(value));
     append(comp_, run.cid.ptr());
     append(op_, kind->second.code.ptr());
     append(operand_count_, new_int(n).ptr());
-    for (PyObject* id : operands_) append(op_items_, id);
-    append(result_lists_, vid.ptr());
+    for (int32_t v : operands_) append(op_items_, id_object(v));
+    append(result_lists_, vid);
     append(attrs_, attrs);
     append(scope_, run.scope.ptr());
     run.wheres.push_back(reinterpret_cast<uintptr_t>(api_->operation_location(op)));
@@ -238,11 +293,7 @@ class OpWalk {
     append(kind_, zero_.ptr());
     append(index_, zero_.ptr());
     append(element_, PyTuple_GET_ITEM(type, 0));
-    PyObject* key = PyLong_FromVoidPtr(result);
-    if (key == nullptr) throw nb::python_error();
-    const int failed = PyDict_SetItem(vid_.ptr(), key, vid.ptr());
-    Py_DECREF(key);
-    if (failed != 0) throw nb::python_error();
+    vid_->set(reinterpret_cast<uintptr_t>(result), static_cast<int32_t>(value));
     append(value_comp_, run.cid.ptr());
     ++written_;
     return true;
@@ -270,6 +321,16 @@ class OpWalk {
         pointer_tuple(nr, [&](intptr_t i) { return api_->value_type(results[i]); }), where, nb::bool_(last));
   }
 
+  // One int object per value id, shared by every row that names it (a
+  // result list, the operands that read it), as the Python walk's dict of
+  // ids shared its values: an object per operand cost 8 MB at L=1024.
+  PyObject* id_object(int32_t v) {
+    if (static_cast<size_t>(v) >= ints_.size()) ints_.resize(std::max<size_t>(2 * ints_.size(), v + 1024));
+    nb::object& o = ints_[static_cast<size_t>(v)];
+    if (!o.is_valid()) o = new_int(v);
+    return o.ptr();
+  }
+
   static void flush(const nb::object& column, const std::vector<uint64_t>& items) {
     if (items.empty()) return;
     column.attr("frombytes")(nb::bytes(reinterpret_cast<const char*>(items.data()), items.size() * sizeof(uint64_t)));
@@ -283,12 +344,15 @@ class OpWalk {
   // Per instruction, extended once per next_op call: locations and ops (Handles.op_ptrs).
   nb::object where_, op_ptrs_;
   // The walk's own tables: value pointer -> id, id -> computation, type pointer -> decoded type.
-  nb::object vid_, value_comp_, type_index_;
+  nb::object vid_owner_;
+  ValueIds* vid_;
+  nb::object value_comp_, type_index_;
   nb::object no_attrs_, zero_;
   std::unordered_map<void*, Kind> kinds_;  // by the name's identifier
   std::unordered_map<std::pair<void*, void*>, Facts, PairHash> facts_;  // by (identifier, attribute)
   std::unordered_map<void*, nb::object> names_;  // one str per identifier handed over
-  std::vector<PyObject*> operands_;               // one op's operand ids, borrowed from vid
+  std::vector<int32_t> operands_;                 // one op's operand ids
+  std::vector<nb::object> ints_;                  // by value id, its int (id_object)
   int64_t written_ = 0;
 };
 
@@ -311,10 +375,30 @@ void bind_import_walk(nb::module_& m) {
       nb::arg("block"), nb::arg("library"),
       "A block's arguments and their types, as C API pointers (the import walk's identities).");
 
+  nb::class_<ValueIds>(m, "ValueIds",
+                       "Graph value ids by C API value pointer: the import walk's table (cpp/import_walk.cpp).")
+      .def(nb::init<>())
+      .def("__len__", &ValueIds::size)
+      .def("__contains__", [](const ValueIds& t, uintptr_t key) { return t.get(key) >= 0; })
+      .def("__getitem__",
+           [](const ValueIds& t, uintptr_t key) {
+             const int32_t id = t.get(key);
+             if (id < 0) throw nb::key_error(std::to_string(key).c_str());
+             return id;
+           })
+      .def("__setitem__", &ValueIds::set)
+      .def(
+          "get",
+          [](const ValueIds& t, uintptr_t key, nb::object otherwise) -> nb::object {
+            const int32_t id = t.get(key);
+            return id < 0 ? otherwise : nb::int_(id);
+          },
+          nb::arg("key"), nb::arg("default") = nb::none());
+
   nb::class_<OpWalk>(m, "OpWalk",
                      "The import walk's ops that need no Python, written straight into the graph's columns "
                      "(cpp/import_walk.cpp).")
-      .def(nb::init<const std::string&, nb::handle, nb::dict, nb::list, nb::dict, nb::handle, nb::object>(),
+      .def(nb::init<const std::string&, nb::handle, nb::handle, nb::list, nb::dict, nb::handle, nb::object>(),
            nb::arg("library"), nb::arg("columns"), nb::arg("vid"), nb::arg("value_comp"), nb::arg("type_index"),
            nb::arg("op_ptrs"), nb::arg("no_attrs"))
       .def("plain", &OpWalk::plain, nb::arg("op"), nb::arg("code"),

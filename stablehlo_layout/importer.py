@@ -384,7 +384,7 @@ def capi_unusable_reason() -> str:
             '  "func.return"(%1) : (f32) -> ()\n'
             '}) {function_type = (tensor<2xf32>, i32) -> f32, sym_name = "probe"} : () -> ()')
         block = module.body.operations[0].regions[0].blocks[0]
-        walk = _core.OpWalk(CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
+        walk = _core.OpWalk(CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
         got = (_core.block_arguments(block._CAPIPtr, CAPI_LIBRARY), list(_handed_ops(walk, block, 0, [], "")))
         ptr = _core.capsule_pointer
 
@@ -435,7 +435,8 @@ class _Importer:
         self.by_identity = _capi_usable() if by_identity is None else by_identity
         # The name of an op's capsule (``_CAPICreate``), for the ops the walk makes objects of.
         self.op_capsule = _core.capsule_name(self.module._CAPIPtr)
-        self.vid: dict[Any, int] = {}
+        # Value id by key: by the C API's pointer in the core's table, else by the bindings' object.
+        self.vid: Any = _core.ValueIds() if self.by_identity else {}
         self.value_comp: list[int] = []
         # element, dims, rank, row of the columns' shape table
         self.tensor_types: dict[ir.Type, tuple[str, L.Dims, int, int]] = {}

@@ -107,7 +107,7 @@ def test_the_handed_over_ops_read_what_the_bindings_read():
     while_op = func.regions[0].blocks[0].operations[0].operation
     blocks = [func.regions[0].blocks[0], *(r.blocks[0] for r in while_op.regions)]
     ptr = _core.capsule_pointer
-    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
+    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     for block in blocks:
         # Told of no op it may write, the core hands over every op.
         handed = list(importer._handed_ops(walk, block, 0, [], ""))
@@ -176,7 +176,7 @@ def test_a_library_that_is_not_loaded_is_named():
     with pytest.raises(RuntimeError, match="block_arguments: libnot_loaded_here.so is not loaded"):
         _core.block_arguments(module.body.operations[0].regions[0].blocks[0]._CAPIPtr, "libnot_loaded_here.so")
     with pytest.raises(RuntimeError, match="OpWalk: libnot_loaded_here.so is not loaded"):
-        _core.OpWalk("libnot_loaded_here.so", Columns(), {}, [], {}, array("q"), {})
+        _core.OpWalk("libnot_loaded_here.so", Columns(), _core.ValueIds(), [], {}, array("q"), {})
     # A failed search for one library leaves the other's answer alone.
     assert _core.find_mlir_capi(importer.CAPI_LIBRARY) == ""
 
@@ -188,7 +188,7 @@ def test_the_walk_refuses_what_it_cannot_read():
     negate = _core.capsule_pointer(block.operations[0].operation._CAPIPtr)
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
         _core.block_arguments(object(), importer.CAPI_LIBRARY)
-    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("q"), {})
+    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
         walk.next_op(object(), 0, 0, [], "")
     with pytest.raises(TypeError, match="comp_instrs is not a list"):
@@ -208,9 +208,9 @@ def test_the_walk_refuses_what_it_cannot_read():
     frozen.freeze()
     for columns in (frozen, object()):
         with pytest.raises((TypeError, AttributeError)):
-            _core.OpWalk(importer.CAPI_LIBRARY, columns, {}, [], {}, array("q"), {})
+            _core.OpWalk(importer.CAPI_LIBRARY, columns, _core.ValueIds(), [], {}, array("q"), {})
     with pytest.raises(TypeError, match="8-byte items"):
-        _core.OpWalk(importer.CAPI_LIBRARY, Columns(), {}, [], {}, array("i"), {})
+        _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("i"), {})
 
 
 @pytest.mark.parametrize("target", ["generic", "xla-cpu", "xla-gpu"])
@@ -327,3 +327,23 @@ func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tenso
         _core.annotation_rows(present[:-1], *args[1:])
     with pytest.raises(TypeError, match=r"array\('i'\)"):
         _core.annotation_rows(present, c.res_start, c.res_items, c.kind, c.shape, array("q", c.comp), *args[6:])
+
+
+def test_value_ids_is_a_table_of_pointers_to_ids():
+    # The import walk's table of values by C API pointer (cpp/import_walk.cpp):
+    # a dict's answers, through every growth of the table.
+    ids = _core.ValueIds()
+    want = {}
+    for k in range(1, 5000):
+        key = 0x7F0000000000 + 72 * k + 8 * (k % 3)
+        ids[key] = want[key] = k % 1000
+    for key, vid in list(want.items())[::7]:
+        ids[key] = want[key] = vid + 1  # overwritten, not added
+    assert len(ids) == len(want)
+    assert all(ids[key] == vid and key in ids for key, vid in want.items())
+    assert 8 not in ids and ids.get(8) is None and ids.get(8, -1) == -1
+    with pytest.raises(KeyError):
+        ids[8]
+    for bad in ((0, 1), (8, -1)):
+        with pytest.raises(ValueError):
+            ids[bad[0]] = bad[1]
