@@ -7,7 +7,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -45,21 +44,8 @@ slcore::Rows rows(Ids start, Ids items) {
 // copied in one go through the buffer protocol rather than item by item.
 template <class T>
 std::vector<T> column(nb::handle h, char code, const char* what) {
-  Py_buffer view;
-  if (PyObject_GetBuffer(h.ptr(), &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) != 0) {
-    PyErr_Clear();
-    throw nb::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
-  }
-  const bool ok = view.itemsize == static_cast<Py_ssize_t>(sizeof(T)) && view.format != nullptr &&
-                  view.format[0] == code && view.format[1] == 0;
-  std::vector<T> out;
-  if (ok) {
-    out.resize(static_cast<size_t>(view.len) / sizeof(T));
-    if (!out.empty()) std::memcpy(out.data(), view.buf, out.size() * sizeof(T));
-  }
-  PyBuffer_Release(&view);
-  if (!ok) throw nb::type_error((std::string(what) + ": expected an array('" + code + "')").c_str());
-  return out;
+  const slcore_python::ArrayView<T> view(h, code, what);
+  return std::vector<T>(view.data(), view.data() + view.size());
 }
 
 Ids ids(nb::handle h, const char* what) { return column<int32_t>(h, 'i', what); }

@@ -58,7 +58,8 @@ class ArrayView {
   ArrayView(const ArrayView&) = delete;
   ArrayView& operator=(const ArrayView&) = delete;
   size_t size() const { return static_cast<size_t>(view_.len) / sizeof(T); }
-  T operator[](size_t i) const { return static_cast<const T*>(view_.buf)[i]; }
+  const T* data() const { return static_cast<const T*>(view_.buf); }
+  T operator[](size_t i) const { return data()[i]; }
 
  private:
   Py_buffer view_;

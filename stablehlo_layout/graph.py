@@ -532,17 +532,18 @@ class Columns:
         counts, results = self.operand_count, self.result_lists
         assert counts is not None and results is not None, "the columns are frozen already"
         for name in ("producer", "shape", "index", "comp", "op", "op_items"):
-            setattr(self, name, _int32_array(_core.int32_bytes(getattr(self, name))))
+            setattr(self, name, packed_array("i", _core.int32_bytes(getattr(self, name))))
         self.kind = array("b", self.kind)
-        self.op_start = _int32_array(_core.start_bytes(counts))
+        self.op_start = packed_array("i", _core.start_bytes(counts))
         # A row of results is a vid (one result) or a list (several, or none).
         start, items = _core.row_bytes(results)
-        self.res_start, self.res_items = _int32_array(start), _int32_array(items)
+        self.res_start, self.res_items = packed_array("i", start), packed_array("i", items)
         self.operand_count = self.result_lists = None
 
 
-def _int32_array(packed: bytes) -> array:
-    column = array("i")
+def packed_array(code: str, packed: bytes) -> array:
+    """An array of type ``code`` holding the core's packed bytes (``_core.int32_bytes`` and kin)."""
+    column = array(code)
     column.frombytes(packed)
     return column
 

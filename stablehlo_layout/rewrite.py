@@ -18,7 +18,7 @@ from jaxlib.mlir import ir
 from . import _core
 from . import layout as L
 from .errors import PassError
-from .graph import ARRAY, Graph, Instruction, Value, location_object, shape_text
+from .graph import ARRAY, Graph, Instruction, Value, location_object, packed_array, shape_text
 from .importer import (CAPI_LIBRARY, CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, IN_PLACE_MARK, IN_PLACE_NAME_PREFIX, Handles,
                        nested_ops)
 from .propagation import Assignment, CopyEdge, copy_groups
@@ -142,11 +142,11 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     if ptrs is not None:
         if pairs:
             pointer = _core.capsule_pointer
-            _core.set_attribute_pairs(_packed("q", op_ptrs), _packed("i", rows), "xla_shape", "result_layout",
+            _core.set_attribute_pairs(packed_array("q", op_ptrs), packed_array("i", rows), "xla_shape", "result_layout",
                                       [pointer(p[0]._CAPIPtr) for p in pairs],
                                       [pointer(p[1]._CAPIPtr) for p in pairs], CAPI_LIBRARY)
     else:
-        for iid, k in zip(_packed("i", iids), _packed("i", rows)):
+        for iid, k in zip(packed_array("i", iids), packed_array("i", rows)):
             attrs = ops[iid].attributes
             attrs["xla_shape"], attrs["result_layout"] = pairs[k]
     start, items = c.res_start, c.res_items
@@ -157,12 +157,6 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
         ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
                                                        "(" + ", ".join(texts) + ")")
-
-
-def _packed(code: str, raw: bytes) -> array:
-    column = array(code)
-    column.frombytes(raw)
-    return column
 
 
 def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bool) -> list[InsertedCopy]:

@@ -286,7 +286,7 @@ def test_annotation_rows_groups_the_single_array_ops_by_pair():
     # result, by (element, shape, layout) in first-seen order; the while
     # (two results) is left to Python, the reducer's scalar body skipped.
     from stablehlo_layout.assignment import assign_module
-    from stablehlo_layout.rewrite import _packed
+    from stablehlo_layout.graph import packed_array
 
     module = load_text("""
 func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tensor<2xf32>) {
@@ -294,7 +294,8 @@ func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tenso
   %t = stablehlo.transpose %a, dims = [1, 0] : (tensor<4x2xf32>) -> tensor<2x4xf32>
   %b = stablehlo.negate %a : tensor<4x2xf32>
   %z = stablehlo.constant dense<0.0> : tensor<f32>
-  %s = stablehlo.reduce(%t init: %z) applies stablehlo.add across dimensions = [1] : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
+  %s = stablehlo.reduce(%t init: %z) applies stablehlo.add across dimensions = [1]
+      : (tensor<2x4xf32>, tensor<f32>) -> tensor<2xf32>
   %r:2 = stablehlo.while(%c = %b, %i = %n) : tensor<4x2xf32>, tensor<i32>
   cond {
     %k = stablehlo.compare LT, %i, %i : (tensor<i32>, tensor<i32>) -> tensor<i1>
@@ -313,8 +314,8 @@ func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tenso
     args = (present, c.res_start, c.res_items, c.kind, c.shape, c.comp, c.op, skip, c.op_code["root"], c.element,
             a.layouts)
     iids, ops, rows, firsts, others = _core.annotation_rows(*args)
-    iids, rows = list(_packed("i", iids)), list(_packed("i", rows))
-    assert list(_packed("q", ops)) == [1] * len(iids)
+    iids, rows = list(packed_array("i", iids)), list(packed_array("i", rows))
+    assert list(packed_array("q", ops)) == [1] * len(iids)
     names = [g.instrs[i].op for i in iids]
     assert names == ["stablehlo.negate", "stablehlo.transpose", "stablehlo.negate", "stablehlo.constant",
                      "stablehlo.reduce", "stablehlo.compare"]
