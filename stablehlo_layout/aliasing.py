@@ -37,7 +37,7 @@ from .rules import rule_for
 
 if TYPE_CHECKING:
     from .graph import Graph
-    from .propagation import Assignment, CopyEdge
+    from .result import Assignment, CopyEdge
 
 
 def live_computations(g: "Graph") -> set[int]:
@@ -95,7 +95,7 @@ def in_place_copies(a: "Assignment") -> list["CopyEdge"]:
     engine made the operand arrive in); ``src == dst`` says it keeps the
     layout it is given, which is what the rewrite then feeds it.
     """
-    from .propagation import CopyEdge
+    from .result import CopyEdge
 
     g = a.graph
     out: list[CopyEdge] = []

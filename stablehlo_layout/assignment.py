@@ -15,7 +15,8 @@ from .graph import Graph
 if TYPE_CHECKING:
     from .explain import CopyReport, Explanation
 from .importer import import_module
-from .propagation import Assignment, assign_layouts
+from .propagation import assign_layouts
+from .result import Assignment
 from .rewrite import InsertedCopy, rewrite
 from .targets import Target, get_target
 

@@ -22,7 +22,8 @@ from .constraints import BUFFER, OPERAND, BufferConstraint, Constraint, Origin, 
 from .errors import PassError
 from .graph import Graph, Value, shape_text
 from .aliasing import what_removes, why_copied
-from .propagation import Assignment, CopyGroup, assign_layouts, copy_groups
+from .propagation import assign_layouts
+from .result import Assignment, CopyGroup, copy_groups
 from .sources import Source, entry_parameter_key
 
 SCHEMA = "stablehlo-layout.explain/1"

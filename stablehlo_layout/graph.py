@@ -43,8 +43,8 @@ KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 # The attributes the engine's set-up hands the core (index.build_engine): a
 # permutation, broadcast dimensions, a dimension, a custom call's aliases, and
 # a custom call's target (the engine marks such calls layout-constrained);
-# and what the driver pins or keeps on the worklist (propagation.py's
-# _per_computation): an infeed's layouts, a channel, a custom call's operand
+# and what the driver pins or keeps on the worklist (computation.py's
+# per_computation): an infeed's layouts, a channel, a custom call's operand
 # layouts; and the mark on the reshapes an XLA pass made (xla-cpu's late ones).
 CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target", "infeed_layouts", "channel",
                              "operand_layouts", "xla_pass_created"})

@@ -37,7 +37,7 @@ from typing import Any
 from . import layout as L
 from .constraints import BUFFER, OPERAND, Origin
 from .graph import ARRAY, Graph, Value, shape_text
-from .propagation import Assignment, TraceEvent, copy_groups
+from .result import Assignment, TraceEvent, copy_groups
 
 # Groups (regions, called functions) hold at most this many instructions,
 # nested ones included, to start expanded; a module with more than

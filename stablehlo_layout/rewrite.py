@@ -21,7 +21,7 @@ from .errors import PassError
 from .graph import ARRAY, Graph, Instruction, Value, location_object, packed_array, shape_text
 from .importer import (CAPI_LIBRARY, CHOSEN_MARK, COPY_MARK, COPY_NAME_PREFIX, IN_PLACE_MARK, IN_PLACE_NAME_PREFIX, Handles,
                        nested_ops)
-from .propagation import Assignment, CopyEdge, copy_groups
+from .result import Assignment, CopyEdge, copy_groups
 
 
 @dataclass

@@ -553,7 +553,7 @@ def check_target(text: str, mode: str, target: str, pins, seed: int, execute: bo
         fails.append(Failure("idempotence", target, "pass on its own output raised " + _short_exc(e)))
     # Explain counts a copy per call site (XLA's flattened call graph); the
     # output may hold fewer ops, where identical clones of a callee folded.
-    from stablehlo_layout.propagation import copy_groups
+    from stablehlo_layout.result import copy_groups
 
     fails.extend(check_commands(text, target, mode, len(copy_groups(r.assignment))))
     # execution

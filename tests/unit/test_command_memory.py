@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout import cli, mlir
-from stablehlo_layout.propagation import Assignment
+from stablehlo_layout.result import Assignment
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pinned_transpose.mlir"
 

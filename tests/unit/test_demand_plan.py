@@ -103,7 +103,7 @@ def _engine(path: str) -> Engine:
 
 def test_the_plan_is_data_with_a_step_for_each_singled_out_op():
     e = _engine("tests/lit/Inputs/xla_cpu_dump/head_proj.before_layout-assignment.txt")
-    view = e._view_for_target()
+    view = e.view_for_target()
     entry = e.g.entry
     plan = XlaCpuTarget().backend_demands(view, entry)
     assert isinstance(plan, DemandPlan) and plan.comp == entry
@@ -122,7 +122,7 @@ def test_the_plan_is_data_with_a_step_for_each_singled_out_op():
 
 def test_each_step_code_iterates_to_the_demands_it_stands_for():
     e = _engine("tests/lit/Inputs/cpu_gemv_constant.mlir")
-    view = e._view_for_target()
+    view = e.view_for_target()
     g = e.g
     dot = next(i for i in range(len(g.instrs)) if view.rule(i).hlo in ("dot", "dot_general"))
     comp = g.instrs[dot].comp

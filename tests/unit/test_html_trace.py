@@ -98,7 +98,7 @@ def test_data_records_follow_the_schema():
 
 def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
     real: list[list[tuple]] = []
-    orig = P.Engine._take_events
+    orig = P.Engine.take_events
 
     def take_events(self):
         # The core's own worklist after each pop (it records them when watched;
@@ -113,7 +113,7 @@ def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
         return init
 
     monkeypatch.setattr(P.Engine, "__init__", watched(P.Engine.__init__))
-    monkeypatch.setattr(P.Engine, "_take_events", take_events)
+    monkeypatch.setattr(P.Engine, "take_events", take_events)
     _, a, _ = _analyze(rel, target)
     monkeypatch.undo()
     mine = [[(f.kind, f.target) for f in state] for state in deque_states(a.trace)]
