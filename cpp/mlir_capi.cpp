@@ -172,6 +172,13 @@ std::string resolve(const std::string& library, MlirCApi& api) {
       {"mlirOperationGetName", reinterpret_cast<void**>(&api.operation_name), UINT64_MAX},
       {"mlirIdentifierStr", reinterpret_cast<void**>(&api.identifier_str), UINT64_MAX},
       {"mlirOperationGetAttributeByName", reinterpret_cast<void**>(&api.operation_attribute), UINT64_MAX},
+      {"mlirOperationCreate", reinterpret_cast<void**>(&api.operation_create), UINT64_MAX},
+      {"mlirOperationGetBlock", reinterpret_cast<void**>(&api.operation_block), UINT64_MAX},
+      {"mlirBlockInsertOwnedOperationBefore", reinterpret_cast<void**>(&api.block_insert_before), UINT64_MAX},
+      {"mlirOperationSetOperand", reinterpret_cast<void**>(&api.operation_set_operand), UINT64_MAX},
+      {"mlirOperationGetContext", reinterpret_cast<void**>(&api.operation_context), UINT64_MAX},
+      {"mlirIdentifierGet", reinterpret_cast<void**>(&api.identifier_get), UINT64_MAX},
+      {"mlirLocationNameGet", reinterpret_cast<void**>(&api.location_name_get), UINT64_MAX},
   };
   find_names(f.fd(), strtab.sh_offset, strtab.sh_size, wanted);
   find_symbols(f.fd(), *symtab, l.base, wanted);

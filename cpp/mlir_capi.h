@@ -1,4 +1,4 @@
-// MLIR's C API as jaxlib's own library holds it, for the import walk.
+// MLIR's C API as jaxlib's own library holds it, for the import walk and the rewrite.
 //
 // Reading a module through the Python bindings makes a Python object for
 // every operand, result and type the walk touches (~1 us each, and more on
@@ -27,6 +27,31 @@ struct MlirStringRefC {
   size_t length;
 };
 
+// MLIR's MlirNamedAttribute: an identifier and an attribute.
+struct MlirNamedAttributeC {
+  void* name;
+  void* attribute;
+};
+
+// MLIR's MlirOperationState, field for field (mlir-c/IR.h): what
+// mlirOperationCreate reads, and frees the arrays of (malloc'ed, as
+// mlirOperationStateAdd* makes them).  The bindings' Operation.create fills the same.
+struct MlirOperationStateC {
+  MlirStringRefC name;
+  void* location;
+  intptr_t n_results;
+  void** results;  // types
+  intptr_t n_operands;
+  void** operands;  // values
+  intptr_t n_regions;
+  void** regions;
+  intptr_t n_successors;
+  void** successors;
+  intptr_t n_attributes;
+  MlirNamedAttributeC* attributes;
+  bool enable_result_type_inference;
+};
+
 struct MlirCApi {
   intptr_t (*operation_num_operands)(void* op) = nullptr;
   void* (*operation_operand)(void* op, intptr_t pos) = nullptr;
@@ -46,6 +71,16 @@ struct MlirCApi {
   MlirStringRefC (*identifier_str)(void* identifier) = nullptr;
   // An op's attribute of that name (the bindings' ``op.attributes[name]``); null when it has none.
   void* (*operation_attribute)(void* op, MlirStringRefC name) = nullptr;
+  // What the rewrite's copies need (rewrite_copies.cpp): the bindings'
+  // Operation.create, an insertion point's insert, ``op.operands[n] = v``.
+  void* (*operation_create)(MlirOperationStateC* state) = nullptr;
+  void* (*operation_block)(void* op) = nullptr;
+  // Inserts before `reference`, or at the block's end where it is null.
+  void (*block_insert_before)(void* block, void* reference, void* op) = nullptr;
+  void (*operation_set_operand)(void* op, intptr_t pos, void* value) = nullptr;
+  void* (*operation_context)(void* op) = nullptr;
+  void* (*identifier_get)(void* context, MlirStringRefC text) = nullptr;
+  void* (*location_name_get)(void* context, MlirStringRefC name, void* child) = nullptr;
 };
 
 // The functions in the loaded library whose file name is `library`, searched

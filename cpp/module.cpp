@@ -200,6 +200,7 @@ NB_MODULE(_core, m) {
       "Finds MLIR's C API in the loaded library of that file name (cpp/mlir_capi.h); '' when found, else why not.");
   slcore_python::bind_import_walk(m);
   slcore_python::bind_rewrite_rows(m);
+  slcore_python::bind_rewrite_copies(m);
   m.def(
       "make_capsule",
       [](uintptr_t pointer, const std::string& name) {

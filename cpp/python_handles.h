@@ -71,4 +71,7 @@ void bind_import_walk(nanobind::module_& m);
 // Registers the rewrite's scan of the graph's columns (rewrite_rows.cpp).
 void bind_rewrite_rows(nanobind::module_& m);
 
+// Registers the rewrite's copies made through the C API (rewrite_copies.cpp).
+void bind_rewrite_copies(nanobind::module_& m);
+
 }  // namespace slcore_python
