@@ -18,6 +18,7 @@ writes.
 from __future__ import annotations
 
 from itertools import compress, count
+from operator import and_
 from typing import TYPE_CHECKING
 
 from . import _core
@@ -43,10 +44,13 @@ def per_computation(g: Graph, rule_table: RuleTable) -> tuple[list[bool], list[l
     channel keeps its computation on the worklist (for their errors and pins).
 
     The instructions steps 1, 2, 4 and the channel bookkeeping of
-    ``run_on_computation`` look at, in block order: parameters and the
-    root, callers, ops without a known rule, outfeed, send and bitcast, and
-    the ops with an infeed's layouts, a channel or a custom call's operand
-    layouts (all others are plain ops).
+    ``ComputationSteps.run`` look at, in block order: calls, loops and
+    conditionals, region ops that capture outer values, ops without a known
+    rule, outfeed, send and bitcast, and the ops with an infeed's layouts, a
+    channel or a custom call's operand layouts.  All others are plain ops
+    to every step: parameters (pinned from the interface), roots, and the
+    region ops that read nothing from outside their region (a reduce and
+    its reducer), which are most of the callers in a large module.
     """
     c = g.columns
     n_instrs = len(g.instrs)
@@ -55,9 +59,12 @@ def per_computation(g: Graph, rule_table: RuleTable) -> tuple[list[bool], list[l
     # Per distinct rule, then per instruction through the table: C loops, not Python ones.
     special_rule = [not r.known or r.hlo in ("outfeed", "send", "bitcast") for r in rule_table.distinct]
     kept_rule = [not r.known or r.hlo == "bitcast" for r in rule_table.distinct]
-    special = set(compress(count(), map(interface.__getitem__, c.op)))
-    special.update(c.callee_owner)
-    special.update(compress(count(), map(special_rule.__getitem__, of)))
+    interface_rule = [r.hlo in ("call", "while", "case", "if") for r in rule_table.distinct]
+    captures = c.captures
+    special = {i for i in c.callee_owner if interface_rule[of[i]] or i in captures}
+    # Parameters and roots have no rule of their own (not known): they are no step's concern.
+    plain_op = [not x for x in interface]
+    special.update(compress(count(), map(and_, map(special_rule.__getitem__, of), map(plain_op.__getitem__, c.op))))
     # The importer lists every op carrying these among its attributed ones (graph.CORE_ATTRIBUTES).
     kept: set[int] = set()
     for i in c.attributed:
@@ -69,7 +76,6 @@ def per_computation(g: Graph, rule_table: RuleTable) -> tuple[list[bool], list[l
             special.add(i)
     # Parameters and roots never keep a computation on the worklist.
     ruled = list(compress(count(), map(kept_rule.__getitem__, of)))
-    plain_op = [not x for x in interface]
     kept.update(compress(ruled, map(plain_op.__getitem__, map(c.op.__getitem__, ruled))))
     kept_comps = set(map(c.comp.__getitem__, kept))
     # Arrays of rank > 1, by the shape table's rows; each value belongs to its producer's computation.
@@ -82,7 +88,10 @@ def per_computation(g: Graph, rule_table: RuleTable) -> tuple[list[bool], list[l
         wide_comps = {c.comp[i] for i in producers if 0 <= i < n_instrs}
     trivial = [not (comp.is_entry or comp.root < 0 or comp.id in kept_comps or comp.id in wide_comps)
                for comp in g.comps]
-    specials = [list(filter(special.__contains__, comp.instrs)) for comp in g.comps]
+    # Block order, from each computation's list; most computations have none.
+    with_specials = set(map(c.comp.__getitem__, special))
+    specials = [list(filter(special.__contains__, comp.instrs)) if comp.id in with_specials else []
+                for comp in g.comps]
     return trivial, specials
 
 
