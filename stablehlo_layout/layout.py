@@ -306,6 +306,13 @@ def array_bytes(xla_element: str, dims: Dims) -> int | None:
     The one place bytes are counted: copy costs, fixes' deltas and the CPU
     target's alignment rule all read it.
     """
+    return _array_bytes(xla_element, tuple(dims))
+
+
+# Explain counts the bytes of every copy after each what-if rerun: a module
+# has thousands of copies and a few hundred shapes.  A cache of values.
+@functools.lru_cache(maxsize=4096)
+def _array_bytes(xla_element: str, dims: Dims) -> int | None:
     if any(d is None for d in dims):
         return None
     return math.prod(dims) * element_bytes(xla_element)  # type: ignore[arg-type]

@@ -62,8 +62,8 @@ def _bytes(v: "Value") -> int:
     return L.array_bytes(v.element, v.dims) or 0  # a dynamic shape is not known to be aligned
 
 
-def _aligned(v: "Value") -> bool:
-    size = _bytes(v)
+def _aligned_bytes(size: int) -> bool:
+    """Whether an array of ``size`` bytes (0: not known) is aligned for Eigen."""
     return size > 0 and min(1 << max(size - 1, 0).bit_length(), _EIGEN_ALIGNMENT) >= _EIGEN_ALIGNMENT
 
 
@@ -92,6 +92,36 @@ def _gemm_needs_row_major(lhs_element: str, lhs_dims: "Dims", rhs_element: str, 
             and (L.array_bytes(rhs_element, rhs_dims) or 0) > 0 and out_element in _GEMM_TYPES)
 
 
+# What PotentiallyImplementedAsEigenConvolution reads of the dimension numbers.
+_CONV_FIELDS = ("input_batch", "input_feature", "input_spatial", "kernel_input_feature", "kernel_output_feature",
+                "kernel_spatial", "output_batch", "output_feature", "output_spatial")
+
+
+# A convnet has hundreds of convolutions and a handful of distinct shapes, and
+# explain's what-if reruns ask again for each: answered once per shape.
+@functools.lru_cache(maxsize=4096)
+def _eigen_convolution(inp_element: str, inp_dims: "Dims", ker_element: str, ker_dims: "Dims", out_element: str,
+                       out_dims: "Dims", reversal: bool, numbers: tuple) -> bool:
+    """XLA's PotentiallyImplementedAsEigenConvolution, on the facts it reads (numbers: _CONV_FIELDS' values)."""
+    if not all(_aligned_bytes(L.array_bytes(e, d) or 0) for e, d in
+               ((inp_element, inp_dims), (ker_element, ker_dims), (out_element, out_dims))):
+        return False
+    if inp_element not in ("f16", "f32") or reversal:
+        return False
+    (input_batch, input_feature, input_spatial, kernel_input_feature, kernel_output_feature, kernel_spatial,
+     output_batch, output_feature, output_spatial) = numbers
+    n = len(output_spatial)
+    if n > 3:
+        return False
+    for i in range(n):
+        if input_spatial[i] != i + 1 or kernel_spatial[i] != i or output_spatial[i] != i + 1:
+            return False
+    return (input_batch == 0 and input_feature == len(inp_dims) - 1
+            and output_batch == 0 and output_feature == len(out_dims) - 1
+            and kernel_input_feature == len(ker_dims) - 2
+            and kernel_output_feature == len(ker_dims) - 1)
+
+
 class XlaCpuTarget(Target):
     name = "xla-cpu"
     inline_calls = True
@@ -104,21 +134,9 @@ class XlaCpuTarget(Target):
             return False
         inp, ker = (g.values[v] for v in ins.operands[:2])
         out = g.values[ins.results[0]]
-        if not (_aligned(inp) and _aligned(ker) and _aligned(out)):
-            return False
-        if inp.element not in ("f16", "f32") or ins.attrs.get("window_reversal"):
-            return False
         c = ins.attrs["conv"]
-        n = len(c["output_spatial"])
-        if n > 3:
-            return False
-        for i in range(n):
-            if c["input_spatial"][i] != i + 1 or c["kernel_spatial"][i] != i or c["output_spatial"][i] != i + 1:
-                return False
-        return (c["input_batch"] == 0 and c["input_feature"] == inp.rank - 1
-                and c["output_batch"] == 0 and c["output_feature"] == out.rank - 1
-                and c["kernel_input_feature"] == ker.rank - 2
-                and c["kernel_output_feature"] == ker.rank - 1)
+        return _eigen_convolution(inp.element, inp.dims, ker.element, ker.dims, out.element, out.dims,
+                                  bool(ins.attrs.get("window_reversal")), tuple(map(c.__getitem__, _CONV_FIELDS)))
 
     def dot_needs_row_major(self, g: "Graph", ins: "Instruction") -> bool:
         """XLA's DotOperandsAndResultMustHaveRowMajorLayout."""
