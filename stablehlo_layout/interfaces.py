@@ -412,7 +412,7 @@ class Interfaces:
             results = list(map(get, ri[rs[k]:rs[k + 1]]))
             if c not in known:
                 if c not in mismatched:
-                    # What _record_interface makes of a fresh layout (its priority is the lowest).
+                    # What record_interface makes of a fresh layout (its priority is the lowest).
                     known[c] = ComputationLayout(params, results, new_priority, True, True)
                     continue
                 known[c] = ComputationLayout([None] * len(params), [None] * len(results))
