@@ -115,6 +115,7 @@ class ComputationSteps:
         self.entry_result_pushed = False
 
     def run(self, e: "Engine", c: int) -> None:
+        """Lay computation ``c`` out for this round (the module docstring's steps 1-5), then record its interface."""
         g, iface = e.g, e.interfaces
         comp = g.comps[c]
         e.comp = c

@@ -138,6 +138,12 @@ class Assignment:
 
 
 def assignment_of(e: "Engine", rounds: int, computed: int) -> Assignment:
+    """The answer once the rounds are over (``rounds``: XLA's count, ``computed``: those run here).
+
+    Every value's layout and every operand slot whose demand differs come
+    from the core; the copies XLA makes at region boundaries (a captured
+    value, a branch's parameter) and at computation roots are added here.
+    """
     g = e.g
     known = e.records.layout
     missing, layouts = e.core.value_layouts(e.records.table())
