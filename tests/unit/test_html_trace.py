@@ -27,6 +27,7 @@ from stablehlo_layout.assignment import analyze
 from stablehlo_layout.explain import TRACE_WORDS, explain, render_trace
 from stablehlo_layout.html import SCHEMA, _row, deque_states, plan_calls, render_trace_html, write_trace_html
 from stablehlo_layout import propagation as P
+from stablehlo_layout.result import copy_groups
 from tests.conftest import analyze_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -402,7 +403,7 @@ def test_page_trace_text_matches_render_trace(browser, tmp_path, rel, target):
     assert browser.js("traceText()") == render_trace(a)
     browser.js("goStep(traceState().last)")
     browser.settle()
-    groups = P.copy_groups(a)
+    groups = copy_groups(a)
     listed = browser.texts("#copylist li")
     assert listed == ["no copies"] if not groups else len(listed) == len(groups)
     assert len(browser.texts("#world .copy")) <= len(groups)
