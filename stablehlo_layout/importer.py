@@ -101,16 +101,34 @@ class Handles:
         Found from its producer, not kept per value: only the few values that
         get a copy are ever looked up.
         """
+        site = self.read_from(g, vid)
+        if site is None:
+            return None
+        iid, index, argument = site
+        if argument:
+            return self.block_of(g, iid).arguments[index]
+        op = self.ops[iid]
+        return None if op is None else op.results[index]
+
+    @staticmethod
+    def read_from(g: Graph, vid: int) -> tuple[int, int, bool] | None:
+        """Where graph value ``vid`` was read: (its producer, the result's or
+        argument's number, whether it is a block argument), or None where no
+        MLIR value stands for it alone (a tuple's element, a parameter standing
+        for a captured outer value)."""
         c = g.columns  # its rows, not views: a large module asks for thousands
         iid, index = c.producer[vid], c.index[vid]
         if c.op_names[c.op[iid]] == "parameter":  # one result; ``index``: the parameter's number
             if c.res_items[c.res_start[iid]] != vid or "capture" in c.attrs[iid]:
                 return None
-            return self.regions[c.comp[iid]].blocks[0].arguments[index]
+            return iid, index, True
         if c.res_items[c.res_start[iid] + index] != vid:
             return None  # an element of a tuple result
-        op = self.ops[iid]
-        return None if op is None else op.results[index]
+        return iid, index, False
+
+    def block_of(self, g: Graph, iid: int) -> ir.Block:
+        """The block whose arguments parameter ``iid``'s computation reads."""
+        return self.regions[g.columns.comp[iid]].blocks[0]
 
 
 

@@ -226,8 +226,6 @@ class _CopyBatch:
 
     def __init__(self, g: Graph, h: Handles, cache: _Attrs, names: bool, starts: "_BlockStarts") -> None:
         self.g, self.h, self.cache, self.names, self.starts = g, h, cache, names, starts
-        c = g.columns
-        self.parameter = c.op_code.get("parameter", -1)
         self.last_name = ""
         # Attribute triples (xla_shape, result_layout, mark) by (element, dims, layout): their table rows.
         self.rows: dict[tuple, int] = {}
@@ -254,18 +252,18 @@ class _CopyBatch:
             if not op or e.operand >= start[e.consumer + 1] - start[e.consumer]:
                 return False
             consumers.append(op)
-        iid, index = c.producer[vid], c.index[vid]
-        first = c.res_start[iid]
-        if c.op[iid] == self.parameter:
-            if c.res_items[first] != vid or "capture" in c.attrs[iid]:
-                return False
-            block = h.regions[c.comp[iid]].blocks[0]
+        site = h.read_from(g, vid)
+        if site is None:
+            return False
+        iid, index, argument = site
+        if argument:
+            block = h.block_of(g, iid)
             value = _core.capsule_pointer(block.arguments[index]._CAPIPtr)
             begin = _block_begin(block, self.starts)
             kind, anchor, source_op = ((1, _core.capsule_pointer(begin._CAPIPtr), 0) if begin is not None
                                        else (2, _core.capsule_pointer(block._CAPIPtr), 0))
         else:
-            if c.res_items[first + index] != vid or not ptrs[iid]:  # type: ignore[index]
+            if not ptrs[iid]:  # type: ignore[index]
                 return False
             kind, anchor, source_op, value = 0, ptrs[iid], ptrs[iid], 0  # type: ignore[index]
         self.source_ops.append(source_op)
@@ -279,7 +277,7 @@ class _CopyBatch:
         self.edge_operands.extend(e.operand for e in edges)
         self.edge_start.append(len(self.edge_ops))
         if self.names:
-            _name_quickly(g.instrs[c.producer[vid]])
+            _name_quickly(g.instrs[iid])
             _name_quickly(g.instrs[edges[0].consumer])
             self.last_name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
             self.location_names.append(self.last_name)
