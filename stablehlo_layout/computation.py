@@ -245,15 +245,15 @@ class ComputationSteps:
         if lists is None:
             g, rules = e.g, e.rules
             pins, calls, custom_calls, channels = [], [], [], []
+            # Parameters and roots are no specials (per_computation).
             for iid in self._comp_plan(e, c)[1]:
                 ins, rule = g.instrs[iid], rules[iid]
                 attrs = ins.attrs
-                if ins.op != "parameter" and ("infeed_layouts" in attrs or "channel" in attrs
-                                              or rule.hlo in ("outfeed", "send", "bitcast")):
+                if "infeed_layouts" in attrs or "channel" in attrs or rule.hlo in ("outfeed", "send", "bitcast"):
                     pins.append(iid)
                 # A region op that captures nothing (a reducer's) has no interface to agree with.
-                if ins.op not in ("parameter", "root") and (not rule.known or ins.callees and (
-                        rule.hlo in ("call", "while", "case", "if") or attrs.get("capture_params"))):
+                if not rule.known or ins.callees and (
+                        rule.hlo in ("call", "while", "case", "if") or attrs.get("capture_params")):
                     calls.append(iid)
                 if "operand_layouts" in attrs:
                     custom_calls.append(iid)
