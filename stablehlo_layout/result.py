@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING
 from . import layout as L
 from .constraints import BufferConstraint, ComputationLayout, Constraint, OperandConstraint, Origin, new_result
 from .errors import PassError
-from .graph import ARRAY, KINDS, Graph
+from .graph import ARRAY, KIND_CODE, Graph
 from .records import BufferConstraints, OperandConstraints
 
 if TYPE_CHECKING:
     from .propagation import Engine
     from .targets.base import Target
-
-# The kind column's number for an array (graph.KINDS).
-_ARRAY_KIND = KINDS.index(ARRAY)
-
 
 @dataclass(slots=True)
 class TraceEvent:
@@ -181,6 +177,7 @@ def assignment_of(e: "Engine", rounds: int, computed: int) -> Assignment:
     # Root copies where a computation's result layout is fully known and differs.
     # An entry root can have tens of thousands of operands: read from the columns, not a view each.
     kind, shape, shape_dims = g.columns.kind, g.columns.shape, g.columns.shape_dims
+    array_kind = KIND_CODE[ARRAY]
     entry_results: list[L.Layout | None] = []
     for comp in g.comps:
         cl = e.interfaces.comp_layouts.get(comp.id)
@@ -189,7 +186,7 @@ def assignment_of(e: "Engine", rounds: int, computed: int) -> Assignment:
         if not (comp.is_entry or cl.result_set):
             continue
         root_operands = g.instrs[comp.root].operands  # read once: a view lists them anew on every read
-        arrays = [i for i, v in enumerate(root_operands) if kind[v] == _ARRAY_KIND]
+        arrays = [i for i, v in enumerate(root_operands) if kind[v] == array_kind]
         if any(cl.results[i] is None for i in arrays):
             continue
         demand = None  # made for the first copy: most computations need none
@@ -206,9 +203,9 @@ def assignment_of(e: "Engine", rounds: int, computed: int) -> Assignment:
     ecl = e.interfaces.comp_layouts[entry.id]
     entry_params = [layouts[g.instrs[p].results[0]] for p in entry.params]
     root_operands = g.instrs[entry.root].operands
-    arrays_set = all(ecl.results[i] is not None for i, v in enumerate(root_operands) if kind[v] == _ARRAY_KIND)
+    arrays_set = all(ecl.results[i] is not None for i, v in enumerate(root_operands) if kind[v] == array_kind)
     for i, vid in enumerate(root_operands):
-        if kind[vid] != _ARRAY_KIND:
+        if kind[vid] != array_kind:
             entry_results.append(None)
         elif arrays_set:
             entry_results.append(ecl.results[i])
