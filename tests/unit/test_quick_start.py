@@ -69,6 +69,9 @@ def test_run_tests_installs_the_test_extras_into_a_venv_made_by_quick_start_comm
     install = next(i for i, c in enumerate(calls) if c.startswith("python -m pip install") and "-e .[test]" in c)
     pytest_run = next(i for i, c in enumerate(calls) if c.startswith("python -m pytest"))
     assert install < pytest_run
+    # The sources' bytecode is written once installed (where Python may not write it itself).
+    compiled = [i for i, c in enumerate(calls) if c == "python -m compileall -q stablehlo_layout passes"]
+    assert len(compiled) == 2 and install < compiled[0] < pytest_run
     assert "tests: 4 passed, 0 failed" in out.stdout  # one pytest and one lit test per pair
 
 
@@ -91,6 +94,10 @@ def test_readme_quick_start_is_venv_then_run_tests() -> None:
     commands = _quick_start_commands((ROOT / "README.md").read_text())
     assert len(commands) == 2
     assert commands[0].startswith("python3 -m venv .venv && .venv/bin/pip install -e .")
+    # Bytecode written before the first run: the command need not compile its modules at every start.
+    steps = commands[0].split(" && ")
+    compiled = steps.index(".venv/bin/python -m compileall -q stablehlo_layout passes")
+    assert 1 < compiled < next(i for i, s in enumerate(steps) if s.startswith(".venv/bin/stablehlo-layout "))
     assert commands[1] == "./run-tests"
 
 
