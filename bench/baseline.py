@@ -39,11 +39,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         sys.stderr.write("usage: python bench/baseline.py FILE\n")
         return 2
-    from stablehlo_layout.deferred_numpy import import_bindings
+    from stablehlo_layout.ir.deferred_numpy import import_bindings
 
     import_bindings()  # the command's start-up: the bindings without numpy
-    from stablehlo_layout import mlir
-    from stablehlo_layout.errors import InputError
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.model.errors import InputError
 
     ctx = mlir.make_context()
     try:

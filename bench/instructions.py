@@ -75,7 +75,10 @@ os._exit(0)
 
 # The whole console command, as its script runs it (``cli.run``): argv is CODE, then the command's.
 _COMMAND = _CODE_FIRST.replace("CODE_ARG", "1") + """
-from stablehlo_layout.cli import run
+try:
+    from stablehlo_layout.frontends.cli import run
+except ModuleNotFoundError:  # a checkout from before the package's stage folders
+    from stablehlo_layout.cli import run
 sys.argv = ["stablehlo-layout", *sys.argv[2:]]
 run()
 """

@@ -48,7 +48,7 @@ def main() -> None:
         code = baseline.main(args[1:])
         sys.stdout.flush()
         os._exit(code)
-    from stablehlo_layout.cli import run
+    from stablehlo_layout.frontends.cli import run
 
     sys.argv = ["stablehlo-layout", *args]
     run()

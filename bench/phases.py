@@ -19,10 +19,13 @@ PASS_PHASES = ("import", "propagate", "rewrite")  # what is compared with XLA's 
 
 def start() -> None:
     """Import what the command imports before it reads its input (start-up, beside the interpreter's own)."""
-    from stablehlo_layout.deferred_numpy import import_bindings
+    from stablehlo_layout.ir.deferred_numpy import import_bindings
 
     import_bindings()  # as cli.run does first
-    from stablehlo_layout import assignment, cli, importer, mlir, propagation, rewrite, targets  # noqa: F401
+    from stablehlo_layout.frontends import api as assignment, cli
+    from stablehlo_layout.ir import importer, mlir, rewrite
+    from stablehlo_layout.engine import driver
+    from stablehlo_layout import targets  # noqa: F401
 
 
 @dataclass
@@ -37,7 +40,7 @@ class State:
 
 
 def parse(data: bytes, path: str, single_threaded: bool = False) -> State:
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     ctx = mlir.make_context()
     if single_threaded:  # MLIR's threads make instruction counts vary
@@ -46,33 +49,33 @@ def parse(data: bytes, path: str, single_threaded: bool = False) -> State:
 
 
 def import_(s: State) -> None:
-    from stablehlo_layout.importer import import_module
+    from stablehlo_layout.ir.importer import import_module
 
     s.graph, s.handles = import_module(s.module, inline_calls=True)
 
 
 def propagate(s: State) -> None:
-    from stablehlo_layout.propagation import assign_layouts
+    from stablehlo_layout.engine.driver import assign_layouts
     from stablehlo_layout.targets import XlaCpuTarget
 
     s.assignment = assign_layouts(s.graph, XlaCpuTarget())
 
 
 def rewrite(s: State) -> None:
-    from stablehlo_layout.rewrite import rewrite as rewrite_module
+    from stablehlo_layout.ir.rewrite import rewrite as rewrite_module
 
     s.copies = rewrite_module(s.module, s.assignment, s.handles, names=False)  # as the command, without debuginfo
 
 
 def print_(s: State) -> None:
     """The command's printer (the module is not read afterwards)."""
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     s.text = mlir.final_text_bytes(s.module)
 
 
 def quiet_gc():
-    from stablehlo_layout.assignment import quiet_gc as held
+    from stablehlo_layout.frontends.api import quiet_gc as held
 
     return held()
 

@@ -439,7 +439,7 @@ def worker(args: list[str]) -> int:
         compile_with_dumps(int(args[1]), args[2])
         return 0
     if kind == "convert":
-        from stablehlo_layout import mlir
+        from stablehlo_layout.ir import mlir
         ctx = mlir.make_context()
         m = mlir.read_input(args[1], ctx)
         tmp = args[2] + ".tmp"

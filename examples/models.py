@@ -5,7 +5,7 @@ function and the XLA shape strings of its arguments (one ``--arg`` each):
 
     stablehlo-layout explain examples.models:mlp --arg 'f32[8,128]{0,1}' --arg 'f32[128,256]'
 
-    from stablehlo_layout.jax import analyze
+    from stablehlo_layout.frontends.jax import analyze
     from examples.models import EXAMPLES, specs_to_args
     fn, specs = EXAMPLES["attention"]
     print(analyze(fn, *specs_to_args(specs), verify=True))
@@ -105,6 +105,6 @@ EXAMPLES = {
 
 def specs_to_args(specs):
     """``jax.ShapeDtypeStruct``s for a list of XLA shape strings (layouts ignored)."""
-    from stablehlo_layout.jax import shape_dtype_struct
+    from stablehlo_layout.frontends.jax import shape_dtype_struct
 
     return [shape_dtype_struct(s) for s in specs]

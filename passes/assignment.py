@@ -8,9 +8,9 @@ from typing import ClassVar
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.errors import PassError
-from stablehlo_layout.options import check_entry_mode
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.model.errors import PassError
+from stablehlo_layout.model.options import check_entry_mode
 from stablehlo_layout.targets import get_target
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.passmanager import PassManager
 
-from stablehlo_layout.errors import PassError
+from stablehlo_layout.model.errors import PassError
 
 from .assignment import LayoutAssignmentPass
 

@@ -22,8 +22,8 @@ os.environ.setdefault("JAX_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
 
 from jaxlib.mlir import ir  # noqa: E402
 
-from stablehlo_layout import mlir  # noqa: E402
-from stablehlo_layout.assignment import LayoutResult, analyze, assign_module  # noqa: E402
+from stablehlo_layout.ir import mlir  # noqa: E402
+from stablehlo_layout.frontends.api import LayoutResult, analyze, assign_module  # noqa: E402
 
 
 def load_text(text: str | bytes, name: str = "t.mlir", ctx: ir.Context | None = None) -> ir.Module:

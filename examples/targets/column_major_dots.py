@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from stablehlo_layout.constraints import Origin
-from stablehlo_layout.demands import Demand
-from stablehlo_layout.target_view import TargetView
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import Demand
+from stablehlo_layout.targets.view import TargetView
 from stablehlo_layout.targets import Target
 
 

@@ -14,18 +14,18 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .. import layout as L
-from ..constraints import Origin
-from ..demands import BUFFER, FREE_OPERANDS, KINDS, OPERAND, RESULTS, Demand
-from ..errors import OptionError, PassError, UserTargetError
-from ..graph import shape_text
-from .base import Target
-from .generic import GenericTarget
-from .xla_cpu import XlaCpuTarget
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import BUFFER, FREE_OPERANDS, KINDS, OPERAND, RESULTS, Demand
+from stablehlo_layout.model.errors import OptionError, PassError, UserTargetError
+from stablehlo_layout.model.graph import shape_text
+from stablehlo_layout.targets.base import Target
+from stablehlo_layout.targets.generic import GenericTarget
+from stablehlo_layout.targets.xla_cpu import XlaCpuTarget
 
 if TYPE_CHECKING:
-    from .gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
-    from .xla_gpu import XlaGpuTarget
+    from stablehlo_layout.targets.gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
+    from stablehlo_layout.targets.xla_gpu import XlaGpuTarget
 
 # The GPU target's rules and its GPU models (with their config-file parser)
 # are imported on first use: a CPU or generic run never reads them, and they
@@ -102,7 +102,7 @@ def _class_from_file(name: str, path: str, cls_name: str) -> type:
 
 
 if TYPE_CHECKING:
-    from ..target_view import TargetView
+    from stablehlo_layout.targets.view import TargetView
 
 # The hooks the engine calls on a target (the methods of ``Target``).
 _HOOKS = tuple(k for k, v in vars(Target).items() if callable(v) and not k.startswith("_"))
@@ -190,7 +190,7 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
         return UserTargetError(f"target {name!r}: its hook backend_demands made a bad demand: {why}", e)
 
     if not isinstance(d, Demand):
-        raise bad(f"{d!r} is not a stablehlo_layout.demands.Demand")
+        raise bad(f"{d!r} is not a stablehlo_layout.targets.demands.Demand")
     g = view.graph
     if d.kind not in KINDS:
         raise bad(f"kind {d.kind!r} is none of {', '.join(KINDS)}")
@@ -201,7 +201,7 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
             d.kind == RESULTS or not (isinstance(o, tuple) and len(o) == 4 and isinstance(o[0], str)
                                       and (o[1] is None or type(o[1]) is int)
                                       and (o[2] is None or isinstance(o[2], Origin)) and isinstance(o[3], str))):
-        raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.constraints.Origin, not {o!r}")
+        raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.model.constraints.Origin, not {o!r}")
     if d.priority is not None and not isinstance(d.priority, int):
         raise bad(f"priority {d.priority!r} is not an integer (or None for the round's)")
 
@@ -277,7 +277,7 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
         raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
                           f"--target xla-gpu, not to target {name!r}")
     if is_gpu:
-        from .gpu_config import GpuModel, load_gpu
+        from stablehlo_layout.targets.gpu_config import GpuModel, load_gpu
 
         model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)  # bad configs fail here, in one line
         try:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from .. import layout as L
-from ..rules import OpRule, rule_for
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.model.rules import OpRule, rule_for
 
 if TYPE_CHECKING:
-    from ..demands import Demand
-    from ..graph import Graph, Instruction, Value
-    from ..target_view import TargetView
+    from stablehlo_layout.targets.demands import Demand
+    from stablehlo_layout.model.graph import Graph, Instruction, Value
+    from stablehlo_layout.targets.view import TargetView
 
 # A derived layout and the name of the rule that derived it (for provenance).
 Derived = tuple[L.Layout, str]

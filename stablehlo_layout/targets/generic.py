@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Target
+from stablehlo_layout.targets.base import Target
 
 
 class GenericTarget(Target):

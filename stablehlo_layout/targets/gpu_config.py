@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Union
 
-from ..errors import InputError, OptionError
+from stablehlo_layout.model.errors import InputError, OptionError
 
 DEFAULT_GPU = "h100"
-_SHIPPED = Path(__file__).resolve().parent.parent / "gpus"
+_SHIPPED = Path(__file__).resolve().parent / "gpus"
 
 
 @dataclass(frozen=True)

@@ -16,16 +16,24 @@ from operator import itemgetter, methodcaller
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable
 
-from .. import layout as L
-from ..demands import ASCENDING_OPERAND, MOST_MAJOR_DIM, NO_DEMAND, ROW_MAJOR_KERNEL, Demand, DemandPlan, PlanStep
-from ..rules import rule_for
-from .base import Target
-from .xla_version import loop_demands_first, propagate_loop_demands
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.targets.demands import (
+    ASCENDING_OPERAND,
+    MOST_MAJOR_DIM,
+    NO_DEMAND,
+    ROW_MAJOR_KERNEL,
+    Demand,
+    DemandPlan,
+    PlanStep,
+)
+from stablehlo_layout.model.rules import rule_for
+from stablehlo_layout.targets.base import Target
+from stablehlo_layout.targets.xla_version import loop_demands_first, propagate_loop_demands
 
 if TYPE_CHECKING:
-    from ..graph import Graph, Instruction, Value
-    from ..layout import Dims
-    from ..target_view import TargetView
+    from stablehlo_layout.model.graph import Graph, Instruction, Value
+    from stablehlo_layout.model.layout import Dims
+    from stablehlo_layout.targets.view import TargetView
 
 # Eigen wants 16-byte aligned tensors; XLA's CPU allocator aligns a buffer to
 # the smallest power of two covering it, capped at 16.

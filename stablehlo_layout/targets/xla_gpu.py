@@ -32,18 +32,18 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from .. import layout as L
-from ..constraints import Origin
-from ..demands import Demand
-from ..errors import PassError
-from ..rules import OpRule, reduce_operand, rule_for
-from .base import Derived, Target
-from .gpu_config import GpuModel, load_gpu
-from . import xla_version
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import Demand
+from stablehlo_layout.model.errors import PassError
+from stablehlo_layout.model.rules import OpRule, reduce_operand, rule_for
+from stablehlo_layout.targets.base import Derived, Target
+from stablehlo_layout.targets.gpu_config import GpuModel, load_gpu
+from stablehlo_layout.targets import xla_version
 
 if TYPE_CHECKING:
-    from ..graph import Graph, Instruction, Value
-    from ..target_view import TargetView
+    from stablehlo_layout.model.graph import Graph, Instruction, Value
+    from stablehlo_layout.targets.view import TargetView
 
 # Custom-call targets XLA:GPU knows by name.
 _TOPK = "__gpu$TopK"

@@ -13,11 +13,11 @@ import functools
 import re
 from typing import TYPE_CHECKING, Iterator
 
-from ..constraints import Origin
-from ..demands import Demand
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import Demand
 
 if TYPE_CHECKING:
-    from ..target_view import TargetView
+    from stablehlo_layout.targets.view import TargetView
 
 # XLA 0.12 (jaxlib 0.12.0) lets a loop's demand on its initial values reach their producers first.
 LOOP_DEMANDS_FIRST_SINCE = (0, 12)

@@ -204,8 +204,8 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
     rewritten module's entry layouts against XLA's after dump), ``status``
     ``"skipped"`` with a reason when XLA refuses the program itself.
     """
-    from stablehlo_layout import mlir
-    from stablehlo_layout.compile import compile_module
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.xla.pipeline import compile_module
 
     with tempfile.TemporaryDirectory(prefix="as-compiled-", dir=workdir) as tmp:
         oracle = run_oracle(program, os.path.join(tmp, "xla"))
@@ -231,7 +231,7 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
     out["name"] = program.name
     out["same_module"] = _body(xla_before) == _body(compiled.before)
     if out["status"] == "ok":
-        from stablehlo_layout.assignment import assign_module
+        from stablehlo_layout.frontends.api import assign_module
 
         ctx = mlir.make_context()
         r = assign_module(mlir.load(compiled.before, export_path, ctx), rules)
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     device = gpu = None
     if args.target == "xla-gpu":
         from stablehlo_layout.targets.gpu_config import load_gpu
-        from stablehlo_layout.xla_gpu_compile import deviceless_device
+        from stablehlo_layout.xla.gpu_deviceless import deviceless_device
 
         gpu = load_gpu(args.gpu)
         device = deviceless_device(gpu.text)

@@ -31,7 +31,7 @@ import traceback
 from collections import Counter
 from typing import Any
 
-from stablehlo_layout.aliasing import live_computations
+from stablehlo_layout.engine.aliasing import live_computations
 
 from .oracle import ELEMENT_BYTES, ArrayShape, HloModule, format_layout, instruction_names, leaves, parse_hlo, shape_at
 
@@ -373,7 +373,7 @@ def _copy_reason(hlo: HloModule, name: str) -> str:
 
 def _assign(module: Any, target: str, gpu: str | None) -> Any:
     """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model."""
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     if gpu is None:
         return assign_module(module, target, "default")
@@ -397,7 +397,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
     before = parse_hlo(before_text)
     out: dict[str, Any] = {"status": "ok", "flags": entry_flags(before), "warnings": []}
 
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     start = time.perf_counter()
     try:

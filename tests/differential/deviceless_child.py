@@ -24,8 +24,8 @@ import sys
 import jax, jax.numpy as jnp
 from jax import lax
 from jax.sharding import SingleDeviceSharding
-from stablehlo_layout.compile import run_to_layout_assignment
-from stablehlo_layout.xla_gpu_compile import gpu_device
+from stablehlo_layout.xla.dumps import run_to_layout_assignment
+from stablehlo_layout.xla.gpu_deviceless import gpu_device
 from tests.differential.programs import layout_format
 """
 

@@ -4,7 +4,7 @@ No GPU, driver or CUDA wheel is needed: the ``jax-cuda12-plugin`` /
 ``jax-cuda12-pjrt`` packages (the ``gpu-oracle`` test extra) carry XLA:GPU's
 whole compiler, and ``jax.experimental.topologies`` gives a device for a GPU
 described by a ``GpuTargetConfigProto`` (XLA's own format; the configs ship in
-``stablehlo_layout/gpus/``).  A program compiled for that device writes the
+``stablehlo_layout/targets/gpus/``).  A program compiled for that device writes the
 same ``before_layout-assignment`` / ``after_layout-assignment`` dumps as on
 real hardware.
 
@@ -28,11 +28,11 @@ GPU_ORACLE_VERSION = 1
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "gpus")
+SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "targets", "gpus")
 
 def oracle_available() -> tuple[bool, str]:
     """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not)."""
-    from stablehlo_layout.xla_gpu_compile import plugin_available, plugin_version_mismatch
+    from stablehlo_layout.xla.gpu_deviceless import plugin_available, plugin_version_mismatch
 
     if not plugin_available():
         return False, ("XLA:GPU's compiler (jax-cuda12-plugin / jax-cuda12-pjrt) is not installed; "
@@ -66,7 +66,7 @@ def gpu_device(gpu: str) -> Any:
     ok, why = oracle_available()
     if not ok:
         raise RuntimeError(why)
-    from stablehlo_layout.xla_gpu_compile import deviceless_device
+    from stablehlo_layout.xla.gpu_deviceless import deviceless_device
 
     with open(config_path(gpu)) as f:
         return deviceless_device(f.read())
@@ -103,7 +103,7 @@ def compile_for_gpu(fn: Any, args: list[Any], gpu: str, dump_dir: str,
     jitted = jax.jit(fn, in_shardings=in_shardings if in_shardings is not None else s,
                      out_shardings=out_shardings, keep_unused=True)
     lowered = jitted.lower(*structs)
-    from stablehlo_layout.compile import DUMP_FLAGS
+    from stablehlo_layout.xla.dumps import DUMP_FLAGS
 
     try:
         lowered.compile(compiler_options={"xla_dump_to": dump_dir, **DUMP_FLAGS})

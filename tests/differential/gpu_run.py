@@ -6,7 +6,7 @@
 
 Generates GPU programs (``gpu_programs.py``) and builds the model-library
 programs (``models.py``: flax linen / nnx, haiku, equinox, optax), compiles each deviceless with
-XLA:GPU for every ``--gpu`` (a shipped name from ``stablehlo_layout/gpus/`` or
+XLA:GPU for every ``--gpu`` (a shipped name from ``stablehlo_layout/targets/gpus/`` or
 a ``GpuTargetConfigProto`` file) keeping the layout-assignment dumps
 (``gpu_oracle.py``; cached under
 ``bench/cache/gpu-differential/<generator hash>/<gpu>/s<seed>/<index>/``), runs

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from stablehlo_layout.sources import closing_bracket
+from stablehlo_layout.ir.metadata import closing_bracket
 
 # Bump when the way programs are compiled or dumped changes (it keys the dump cache;
 # parsing changes do not need a bump).
@@ -426,7 +426,7 @@ def run_oracle(program: Any, out_dir: str) -> OracleResult:
         except Exception as e:
             res.reason = f"lowering refused: {_short(e)[:160]}"
             return res
-        from stablehlo_layout.compile import DUMP_FLAGS
+        from stablehlo_layout.xla.dumps import DUMP_FLAGS
 
         try:
             lowered.compile(compiler_options={"xla_dump_to": dump, **DUMP_FLAGS})

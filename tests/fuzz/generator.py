@@ -27,7 +27,7 @@ order of floating-point operations (reductions and dots over floats) is fed
 "exact" values: small integers without NaN or negative zero (see ``_exact``).
 Elementwise ops are computed per element and need no such care.
 
-Every module is checked with ``stablehlo_layout.mlir.load``; ``generate`` retries
+Every module is checked with ``stablehlo_layout.ir.mlir.load``; ``generate`` retries
 with a derived seed when a module does not verify (``verify=False`` skips the
 check).  ``python -m tests.fuzz.generator SEED`` prints one program.
 """
@@ -911,8 +911,8 @@ _CTX = None
 def verifies(text: str) -> str | None:
     """None when the module loads and verifies, else the loader's message."""
     global _CTX
-    from stablehlo_layout import mlir
-    from stablehlo_layout.errors import InputError
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.model.errors import InputError
 
     if _CTX is None:
         _CTX = mlir.make_context()

@@ -51,10 +51,10 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout import layout as L
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.importer import nested_ops
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.ir.mlir import nested_ops
 
 TARGETS = ("generic", "xla-cpu")
 
@@ -553,7 +553,7 @@ def check_target(text: str, mode: str, target: str, pins, seed: int, execute: bo
         fails.append(Failure("idempotence", target, "pass on its own output raised " + _short_exc(e)))
     # Explain counts a copy per call site (XLA's flattened call graph); the
     # output may hold fewer ops, where identical clones of a callee folded.
-    from stablehlo_layout.result import copy_groups
+    from stablehlo_layout.engine.result import copy_groups
 
     fails.extend(check_commands(text, target, mode, len(copy_groups(r.assignment))))
     # execution
@@ -585,9 +585,9 @@ def check_commands(text: str, target: str, mode: str, n_copies: int) -> list[Fai
     """explain (with fixes, JSON against the schema), trace and trace --html, as the commands build them."""
     import json
 
-    from stablehlo_layout.assignment import analyze
-    from stablehlo_layout.explain import explain, render_trace
-    from stablehlo_layout.html import render_trace_html
+    from stablehlo_layout.frontends.api import analyze
+    from stablehlo_layout.report.explain import explain, render_trace
+    from stablehlo_layout.report.html import render_trace_html
 
     fails: list[Failure] = []
     stage = "explain"

@@ -3,7 +3,7 @@
 Runs ``assign``, ``explain``, ``explain --json``, ``trace`` and ``trace --html``
 on every input of the corpus (below) for the generic, xla-cpu and xla-gpu
 targets and both ``--entry-layouts`` modes, in this process through
-``stablehlo_layout.cli.main`` (the command's own code path, without a process
+``stablehlo_layout.frontends.cli.main`` (the command's own code path, without a process
 start per run), and records for each run the output bytes (the ``-o`` file or
 the ``--html`` page), stderr (Python's and the C++ libraries', fd 2) and the
 exit code.  ``tests/golden/manifest.json`` holds the sha256 of each.
@@ -192,7 +192,7 @@ def _fd2_to(file) -> Iterable[None]:
 
 
 def execute(run: Run, scratch: Path) -> Outcome:
-    from stablehlo_layout.cli import main
+    from stablehlo_layout.frontends.cli import main
 
     out = scratch / "output"
     if out.exists():

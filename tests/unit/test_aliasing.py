@@ -8,9 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.aliasing import aliased_operands
-from stablehlo_layout.importer import IN_PLACE_MARK
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.engine.aliasing import aliased_operands
+from stablehlo_layout.ir.importer import IN_PLACE_MARK
 from tests.conftest import analyze_text, assign_text
 from tests.support.equivalence import assert_bit_identical
 
@@ -170,7 +170,7 @@ def test_xla_cpu_dump_copies_are_all_ours():
 
 def test_the_dump_reads_with_its_in_place_copies_marked():
     pair = REPO / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     r = assign_module(mlir.read_input(str(pair / "before.txt"), mlir.make_context()), "xla-cpu")
     assert sorted(r.graph.instrs[c.edges[0].consumer].attrs["target"] for c in in_place(r)) == [
@@ -197,7 +197,7 @@ def test_an_in_place_copy_of_unknown_size_in_a_loop_costs_unknown_per_iteration(
     """In-place and relayout copies share one cost line: a dynamic shape's bytes are unknown, trips or not."""
     from types import SimpleNamespace
 
-    from stablehlo_layout.explain import _cost_line
+    from stablehlo_layout.report.explain import _cost_line
 
     r = SimpleNamespace(in_loop=True, bytes=None, total_bytes=None, loop_trips=[4])
     line = _cost_line(r)

@@ -25,11 +25,12 @@ import pytest
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from stablehlo_layout import cli, mlir  # noqa: E402
-from stablehlo_layout import compile as xla_compile  # noqa: E402
-from stablehlo_layout.errors import InputError  # noqa: E402
-from stablehlo_layout.sources import entry_parameter_key, read_sources  # noqa: E402
-from stablehlo_layout.xla_gpu_compile import plugin_available  # noqa: E402
+from stablehlo_layout.frontends import cli
+from stablehlo_layout.ir import mlir  # noqa: E402
+from stablehlo_layout.xla import dumps as xla_dumps, pipeline as xla_compile  # noqa: E402
+from stablehlo_layout.model.errors import InputError  # noqa: E402
+from stablehlo_layout.ir.metadata import entry_parameter_key, read_sources  # noqa: E402
+from stablehlo_layout.xla.gpu_deviceless import plugin_available  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
@@ -75,7 +76,7 @@ def test_realistic_program_agrees_with_xla_cpu(program, tmp_path):
 
 def test_the_issue_cases_change_as_compiled(tmp_path):
     """Raw StableHLO and XLA's module disagree on the MLP step (2 copies vs XLA's 0): as compiled, 0."""
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     step = next(p for p in programs() if p.name == "mlp_train_step")
     path = tmp_path / "step.jax_export"
@@ -102,7 +103,7 @@ def _gpu_device(name: str):
     if not plugin_available():
         pytest.skip("XLA:GPU's compiler is not installed (pip install 'stablehlo-layout[xla-gpu]')")
     from stablehlo_layout.targets.gpu_config import load_gpu
-    from stablehlo_layout.xla_gpu_compile import deviceless_device
+    from stablehlo_layout.xla.gpu_deviceless import deviceless_device
 
     gpu = load_gpu(name)
     try:
@@ -359,7 +360,7 @@ def test_dump_folder_is_removed_when_interrupted(how, user_export, monkeypatch, 
 
 def test_one_compile_hands_back_both_dumps_and_leaves_no_folder(tmpdir_for_dumps):
     lowered = jax.jit(lambda x: (x @ x.T).sum(0)).lower(jax.ShapeDtypeStruct((4, 8), "float32"))
-    dumps = xla_compile.run_to_layout_assignment(lambda flags: lowered.compile(compiler_options=flags))
+    dumps = xla_dumps.run_to_layout_assignment(lambda flags: lowered.compile(compiler_options=flags))
     assert dumps.failure is None and dumps.result is not None
     assert dumps.before.startswith("HloModule") and " dot(" in dumps.before
     # The two sides of the same module's layout assignment.
@@ -374,7 +375,7 @@ def test_a_failing_compile_is_handed_back_not_raised(tmpdir_for_dumps):
         seen.append(os.path.isdir(flags["xla_dump_to"]))
         raise RuntimeError("INTERNAL: refused")
 
-    dumps = xla_compile.run_to_layout_assignment(refuse)
+    dumps = xla_dumps.run_to_layout_assignment(refuse)
     assert seen == [True]
     assert dumps.before is None and dumps.after is None and dumps.result is None
     assert str(dumps.failure) == "INTERNAL: refused"
@@ -383,18 +384,18 @@ def test_a_failing_compile_is_handed_back_not_raised(tmpdir_for_dumps):
 
 def _counting_room(monkeypatch) -> list[int]:
     calls: list[int] = []
-    real = xla_compile.run_to_layout_assignment
+    real = xla_dumps.run_to_layout_assignment
 
     def counting(compile):
         calls.append(1)
         return real(compile)
 
-    monkeypatch.setattr(xla_compile, "run_to_layout_assignment", counting)
+    monkeypatch.setattr(xla_dumps, "run_to_layout_assignment", counting)
     return calls
 
 
 def test_as_compiled_runs_xla_through_the_one_room(monkeypatch):
-    from stablehlo_layout.jax import analyze
+    from stablehlo_layout.frontends.jax import analyze
 
     calls = _counting_room(monkeypatch)
     analyze(lambda x: jnp.sin(x).T, jnp.ones((3, 4)), target="xla-cpu")
@@ -402,7 +403,7 @@ def test_as_compiled_runs_xla_through_the_one_room(monkeypatch):
 
 
 def test_gpu_verify_runs_xla_through_the_same_room(monkeypatch):
-    from stablehlo_layout.jax import analyze
+    from stablehlo_layout.frontends.jax import analyze
 
     _gpu_device("h100")
     calls = _counting_room(monkeypatch)
@@ -433,7 +434,7 @@ def test_gpu_without_the_plugin_says_what_to_install(user_export, monkeypatch, c
 
 def test_gpu_with_a_plugin_of_another_xla_is_refused_with_one_line(user_export, monkeypatch, capsys):
     """--as-compiled checks the plugin's version as verify=True does: another XLA's layouts would be wrong."""
-    from stablehlo_layout import compile as compile_room
+    from stablehlo_layout.xla import pipeline as compile_room
 
     export, _ = user_export
     monkeypatch.setattr(compile_room, "plugin_available", lambda: True)
@@ -448,7 +449,7 @@ def test_gpu_with_a_plugin_of_another_xla_is_refused_with_one_line(user_export, 
 
 
 def test_analyze_defaults_to_as_compiled():
-    from stablehlo_layout.jax import analyze
+    from stablehlo_layout.frontends.jax import analyze
 
     step = next(p for p in programs() if p.name == "conv_nchw_train_step")
     a = analyze(step.fn, *step.args)

@@ -21,7 +21,7 @@ import pytest
 
 from tests.conftest import load_text
 
-CLI = [sys.executable, "-m", "stablehlo_layout.cli"]
+CLI = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 REPO = Path(__file__).resolve().parents[2]
 
 VALID = """\
@@ -71,7 +71,7 @@ def bad_input(tmp_path: Path, name: str, data: bytes, reason: str,
 
 
 def valid_bytecode() -> bytes:
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     return mlir.to_bytecode(load_text(VALID, "valid.mlir"))
 
@@ -247,7 +247,7 @@ def _check_output(out: str) -> None:
     """The output loads again and every op with ranked-tensor results has xla_shape."""
     from jaxlib.mlir import ir
 
-    from stablehlo_layout.importer import nested_ops
+    from stablehlo_layout.ir.mlir import nested_ops
 
     m = load_text(out, "out.mlir")
     for op in nested_ops(m.operation):
@@ -428,7 +428,7 @@ def test_output_to_a_pipe_is_written_in_place(tmp_path):
     reader.start()
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                        "examples", "pinned_transpose.mlir")
-    proc = subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", "assign", src, "-o", str(fifo)],
+    proc = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "assign", src, "-o", str(fifo)],
                           capture_output=True, text=True, timeout=120)
     reader.join(timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -34,7 +34,7 @@ def _python(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_baseline_prints_the_module_as_read() -> None:
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     proc = _python("bench/baseline.py", DUMP)
     assert proc.returncode == 0, proc.stderr
@@ -52,7 +52,7 @@ def test_baseline_bad_input_is_one_line() -> None:
 
 def test_walk_visits_every_op() -> None:
     import baseline
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     module = mlir.load(b"func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
                        b"  %y = stablehlo.negate %x : tensor<2xf32>\n  return %y : tensor<2xf32>\n}\n",

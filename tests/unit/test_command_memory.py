@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import cli, mlir
-from stablehlo_layout.result import Assignment
+from stablehlo_layout.frontends import cli
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.engine.result import Assignment
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pinned_transpose.mlir"
 
@@ -68,7 +69,7 @@ def test_assign_copies_the_printed_text_out_in_pieces(monkeypatch, tmp_path: Pat
 
 
 def _assigned(path: Path):
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     module = mlir.read_input(str(path), mlir.make_context())
     assign_module(module, "xla-cpu")

@@ -2,7 +2,7 @@
 
 It imports jaxlib's MLIR bindings with numpy deferred (``deferred_numpy``),
 reads jaxlib's version without ``importlib.metadata``, and imports the JAX
-front door (``stablehlo_layout.jax``) only for an input that is no file.
+front door (``stablehlo_layout.frontends.jax``) only for an input that is no file.
 Each check runs the command or the import in a fresh interpreter: what is
 tested is what a process imports, and pytest's own process has numpy long
 since.  numpy must stay out of a command that reads MLIR, and everything
@@ -22,7 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "pinned_transpose.mlir")
-TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
@@ -37,10 +37,10 @@ def test_assign_on_mlir_text_imports_neither_numpy_nor_what_it_does_not_use() ->
     assert out.returncode == 0, out.stderr[-2000:]
     assert "mhlo.copy %arg0" in out.stdout  # it did its work: the example's one copy
     modules = _imported(out.stderr)
-    assert "jaxlib.mlir.ir" in modules and "stablehlo_layout.rewrite" in modules
+    assert "jaxlib.mlir.ir" in modules and "stablehlo_layout.ir.rewrite" in modules
     assert not {m for m in modules if m == "numpy" or m.startswith("numpy.")}
     assert "importlib.metadata" not in modules  # ~9 ms: jaxlib's version is read from jaxlib
-    assert "stablehlo_layout.jax" not in modules  # ~5 ms: an existing file is no MODULE:FUNCTION
+    assert "stablehlo_layout.frontends.jax" not in modules  # ~5 ms: an existing file is no MODULE:FUNCTION
 
 
 @pytest.mark.parametrize("target", ["generic", "xla-cpu"])
@@ -85,7 +85,7 @@ def _python(script: str) -> subprocess.CompletedProcess:
 def test_jaxlib_attribute_builders_load_numpy_when_they_run() -> None:
     out = _python("""
         import sys, types
-        from stablehlo_layout.deferred_numpy import import_bindings
+        from stablehlo_layout.ir.deferred_numpy import import_bindings
         import_bindings()
         assert "numpy" not in sys.modules
         from jaxlib.mlir import ir
@@ -109,9 +109,9 @@ def test_numpy_imported_later_is_the_real_one_for_jax() -> None:
     pytest.importorskip("jax")
     out = _python("""
         import sys
-        from stablehlo_layout.deferred_numpy import import_bindings
+        from stablehlo_layout.ir.deferred_numpy import import_bindings
         import_bindings()
-        import stablehlo_layout.assignment
+        import stablehlo_layout.frontends.api
         import jax, jax.numpy as jnp
         import numpy as np
         assert "_DeferredNumpy" not in type(sys.modules["numpy"]).__name__

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
 from tests.support.equivalence import assert_bit_identical
 
 LIT_DIR = Path(__file__).resolve().parents[1] / "lit"

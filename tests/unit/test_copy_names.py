@@ -1,7 +1,7 @@
 """The rewrite reads a bare-name location's text without printing it, and gets the same text.
 
 ``rewrite._name_quickly`` is a shortcut to ``Instruction.loc`` (which prints the
-location, ``graph.location_text``) for the names copies are called after; for
+location, ``ir.locations.location_text``) for the names copies are called after; for
 every name it must give what ``location_text`` gives, or leave it to it.
 """
 
@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout.graph import Graph, Instruction, location_text
-from stablehlo_layout.rewrite import _name_quickly
+from stablehlo_layout.ir.locations import location_text
+from stablehlo_layout.model.graph import Graph, Instruction
+from stablehlo_layout.ir.rewrite import _name_quickly
 
 NAMES = [
     "dot.3", "reduce_max.10", "a b", "x.py:12:8", "loc(", "with )", "tab\there", "new\nline", 'say "hi"',
@@ -20,7 +21,9 @@ NAMES = [
 
 
 def _instruction(where) -> Instruction:
-    return Graph().add_instr("stablehlo.add", 0, [], {}, where)
+    g = Graph()
+    g.columns.location_text = location_text  # as the importer tells a graph it builds
+    return g.add_instr("stablehlo.add", 0, [], {}, where)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -68,8 +71,8 @@ module @jit_f {
 
 
 def _assigned(ctx: ir.Context, names: bool, path=None):
-    from stablehlo_layout import mlir
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.frontends.api import assign_module
 
     module = mlir.load(EXPORTED, "f.mlir", ctx) if path is None else mlir.read_input(str(path), ctx)
     return module, assign_module(module, "xla-cpu", names=names)
@@ -77,8 +80,8 @@ def _assigned(ctx: ir.Context, names: bool, path=None):
 
 def test_unnamed_copies_print_the_same_without_locations(ctx: ir.Context) -> None:
     """The command's rewrite (no names unless --mlir-print-debuginfo) prints what the named one prints."""
-    from stablehlo_layout import mlir
-    from stablehlo_layout.rewrite import COPY_NAME_PREFIX
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.ir.rewrite import COPY_NAME_PREFIX
 
     named, named_result = _assigned(ctx, True)
     bare, bare_result = _assigned(ctx, False)
@@ -93,8 +96,9 @@ def test_unnamed_copies_print_the_same_without_locations(ctx: ir.Context) -> Non
 
 @pytest.mark.parametrize("debuginfo", [[], ["--mlir-print-debuginfo"]])
 def test_the_command_names_copies_when_it_prints_locations(tmp_path, debuginfo: list[str]) -> None:
-    from stablehlo_layout import cli, mlir
-    from stablehlo_layout.rewrite import COPY_NAME_PREFIX
+    from stablehlo_layout.frontends import cli
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.ir.rewrite import COPY_NAME_PREFIX
 
     src = tmp_path / "f.mlir"
     src.write_text(EXPORTED)

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 from stablehlo_layout import _core
-from stablehlo_layout.importer import import_module
-from stablehlo_layout.propagation import Engine
+from stablehlo_layout.ir.importer import import_module
+from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import GenericTarget
 from tests.conftest import load_text
 
@@ -46,7 +46,7 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> tensor<4x4xf32> {
 
 def test_the_engine_takes_its_orders_from_the_core():
     g, _ = import_module(load_text(MODULE, "test.mlir"))
-    e = Engine(g, GenericTarget())
+    e = EngineState(g, GenericTarget())
     assert isinstance(e.index, _core.Index)
     entry = g.entry
     order = e.post_order(entry)
@@ -65,7 +65,7 @@ def test_the_cores_align_layouts_is_the_python_one():
     # must agree on every layout of every shape pair tried here.
     from itertools import permutations
 
-    from stablehlo_layout import layout as L
+    from stablehlo_layout.model import layout as L
 
     shapes = [(2, 3, 4), (6, 4), (24,), (4, 6), (2, 12), (1, 24), (24, 1), (2, 1, 12), (3, 8), (4, 3, 2),
               (1, 2, 3, 4), (2, 3, 1, 4), (0, 4), (4, 0), (8, 3), (2, 2, 6)]

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.constraints import OperandConstraint
-from stablehlo_layout.importer import import_module
-from stablehlo_layout.propagation import Engine, assign_layouts
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.model.constraints import OperandConstraint
+from stablehlo_layout.ir.importer import import_module
+from stablehlo_layout.engine.driver import assign_layouts, run
+from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import XlaCpuTarget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ def test_a_fast_run_keeps_links_and_no_facts_an_exact_run_keeps_both():
 
 def test_the_values_share_one_shape_table():
     g = _graph()
-    e = Engine(g, XlaCpuTarget())
+    e = EngineState(g, XlaCpuTarget())
     sizes = _sizes(e.core)
     n_values = len(g.values)
     shapes = {(v.kind, v.element, v.dims) for v in g.values}
@@ -62,9 +63,9 @@ def test_the_values_share_one_shape_table():
 
 def test_a_finished_run_frees_the_propagators_facts_and_refuses_to_run_again():
     g = _graph()
-    e = Engine(g, XlaCpuTarget())
+    e = EngineState(g, XlaCpuTarget())
     before = _sizes(e.core)
-    a = e.run()
+    a = run(e)
     after = _sizes(a.buffer_constraints._r.core)
     for name in ("facts.consumers", "facts.to_operands", "facts.leaves", "facts.in.dims", "plans"):
         assert before[name] > 0 or name == "plans", name
@@ -84,7 +85,7 @@ def test_a_copys_demand_is_read_from_the_store_on_first_use():
     exact = assign_layouts(g, XlaCpuTarget(), exact=True)
     edges = [e for e in a.copies if e.aliased_output is None and e.consumer != g.comps[g.instrs[e.consumer].comp].root]
     assert edges, "the dump has relayout copies of operands"
-    assert all(type(e.__dict__["_demand"]).__name__ == "_Unread" for e in edges)  # nothing built yet
+    assert all(type(e._demand).__name__ == "_Unread" for e in edges)  # nothing built yet
     by_key = {(e.consumer, e.operand): e.demand for e in exact.copies}
     for e in edges:
         d = e.demand

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import cli
+from stablehlo_layout.frontends import cli
 
 MODULE = '''\
 func.func public @main(%x: tensor<16x4xf32> {mhlo.layout_mode = "{1,0}"}) -> tensor<4x16xf32> {

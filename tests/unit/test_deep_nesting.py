@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _SCRIPT = """
 import json, sys
-from stablehlo_layout import cli
+from stablehlo_layout.frontends import cli
 src, target, folder = sys.argv[1:4]
 codes = [
     cli.main(["assign", "--target", target, src, "-o", "/dev/null"]),

@@ -16,12 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze
-from stablehlo_layout.constraints import Origin
-from stablehlo_layout.demands import (ASCENDING_OPERAND, MOST_MAJOR_DIM, NO_DEMAND, ROW_MAJOR_KERNEL, DemandPlan,
-                                      PlanStep)
-from stablehlo_layout.propagation import Engine
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import analyze
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import (
+    ASCENDING_OPERAND,
+    MOST_MAJOR_DIM,
+    NO_DEMAND,
+    ROW_MAJOR_KERNEL,
+    DemandPlan,
+    PlanStep,
+)
+from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import XlaCpuTarget
 from stablehlo_layout.targets.xla_version import loop_demands_first
 
@@ -93,12 +99,12 @@ def test_dots_sorted_in_bulk_match_dots_asked_one_by_one(path: str):
     assert RefinedDots.asked > 0
 
 
-def _engine(path: str) -> Engine:
-    from stablehlo_layout.importer import import_module
+def _engine(path: str) -> EngineState:
+    from stablehlo_layout.ir.importer import import_module
 
     module = mlir.read_input(str(ROOT / path), mlir.make_context())
     graph, _ = import_module(module, inline_calls=True)
-    return Engine(graph, XlaCpuTarget())
+    return EngineState(graph, XlaCpuTarget())
 
 
 def test_the_plan_is_data_with_a_step_for_each_singled_out_op():

@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze
-from stablehlo_layout.explain import SCHEMA, explain, render_trace
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import analyze
+from stablehlo_layout.report.explain import SCHEMA, explain, render_trace
 from tests.conftest import analyze_text, assign_text, load_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -191,7 +191,7 @@ def test_reports_hold_the_cyclic_collector_off(monkeypatch):
     # module): building, rendering and the JSON form run with it off.
     import gc
 
-    from stablehlo_layout import explain as ex
+    from stablehlo_layout.report import explain as ex
 
     _, a, _ = analyze_text(LOOP, "xla-cpu", exact=True)
     seen: dict[str, list[bool]] = {}

@@ -12,13 +12,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze
-from stablehlo_layout.explain import explain
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import analyze
+from stablehlo_layout.report.explain import explain
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
-TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 # Issue 15's repro: two results pinned to layouts of another rank than the

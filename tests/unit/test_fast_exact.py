@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.errors import InputError, PassError
-from stablehlo_layout.options import ENTRY_MODES
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.model.errors import InputError, PassError
+from stablehlo_layout.model.options import ENTRY_MODES
 from stablehlo_layout.targets import TARGET_NAMES
 from tests.conftest import assign_text
 

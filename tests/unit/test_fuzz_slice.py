@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
+from stablehlo_layout.ir import mlir
 from tests.fuzz.generator import generate, generate_text, verifies
 from tests.fuzz.properties import TARGETS, Cache, _pins, check_program, check_target, layout_signature
 from tests.conftest import assign_text, load_text
@@ -101,7 +101,7 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path, target):
     src.write_text(generate(21).text)
     outs = []
     for hash_seed in ("1", "2"):
-        p = subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", "assign", "--target", target, str(src)],
+        p = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "assign", "--target", target, str(src)],
                            capture_output=True, timeout=120,
                            env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO)})
         assert p.returncode == 0, p.stderr.decode()

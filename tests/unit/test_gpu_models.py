@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.errors import InputError, OptionError, PassError
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.model.errors import InputError, OptionError, PassError
 from stablehlo_layout.passes import LayoutAssignmentPass, build_pipeline
 from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu, shipped_gpus
 from stablehlo_layout.targets.gpu_config import model_from_text, parse_text_proto
-from stablehlo_layout.xla_gpu_compile import plugin_available
+from stablehlo_layout.xla.gpu_deviceless import plugin_available
 
 REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "stablehlo_layout.cli"]
+CLI = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 
 # A small f32 convolution: NHWC on Hopper and later, NCHW before (XLA's
 # HeuristicLayoutAssignment keys on the compute capability).
@@ -74,7 +74,7 @@ def test_shipped_configs_are_accepted_by_xla_gpu():
         "for path in sys.argv[1:]:\n"
         "    t = topologies.get_topology_desc(platform='cuda', target_config=open(path).read(), topology='1x1x1')\n"
         "    print(t.devices[0].device_kind)\n")
-    paths = [str(REPO / "stablehlo_layout" / "gpus" / f"{n}.txtpb") for n in shipped_gpus()]
+    paths = [str(REPO / "stablehlo_layout" / "targets" / "gpus" / f"{n}.txtpb") for n in shipped_gpus()]
     p = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, timeout=300,
                        env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0, p.stderr.decode()[-2000:]
@@ -87,7 +87,7 @@ def test_conv_layout_follows_the_gpu():
     assert conv_layout(run_conv(gpu="b200")) == NHWC
     assert conv_layout(run_conv(gpu="a100")) == NCHW
     assert conv_layout(run_conv(gpu="v100")) == NCHW
-    assert conv_layout(run_conv(gpu=str(REPO / "stablehlo_layout/gpus/a100.txtpb"))) == NCHW
+    assert conv_layout(run_conv(gpu=str(REPO / "stablehlo_layout/targets/gpus/a100.txtpb"))) == NCHW
 
 
 def test_a_config_file_of_our_own(tmp_path):
@@ -183,7 +183,7 @@ def test_jax_front_door_takes_gpu():
     import jax
     import jax.numpy as jnp
 
-    from stablehlo_layout.jax import analyze
+    from stablehlo_layout.frontends.jax import analyze
 
     def f(x, w):
         return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))

@@ -53,8 +53,8 @@ def test_the_tool_reads_the_dump_or_says_why() -> None:
 
     import pytest
 
-    from stablehlo_layout import mlir
-    from stablehlo_layout.errors import InputError
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.model.errors import InputError
 
     ctx = mlir.make_context()
     jaxlib = tuple(int(p) for p in version("jaxlib").split(".")[:2])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.hlo_metadata import PASS_CREATED, pass_created_reshapes
-from stablehlo_layout.sources import instruction_name, metadata_field, read_sources
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.ir.marks import PASS_CREATED, pass_created_reshapes
+from stablehlo_layout.ir.metadata import instruction_name, metadata_field, read_sources
 
 # The shape of XLA:CPU's dumps: DotDecomposer's dot and reshape share the
 # replaced dot_general's metadata.
@@ -169,7 +169,7 @@ ENTRY %main (x: f32[8]) -> f32[2,4] {
 
 # -- users' order after XLA's call inliner ---------------------------------------------------
 
-from stablehlo_layout.hlo_metadata import USER_ORDER, inlined_user_orders  # noqa: E402
+from stablehlo_layout.ir.marks import USER_ORDER, inlined_user_orders  # noqa: E402
 
 # x feeds two instructions of an inlined jit(sym) and one of its own scope;
 # y feeds one instruction of jit(sym) only; the parameter feeds two of jit(g).
@@ -211,7 +211,7 @@ def test_what_the_dump_cannot_say_keeps_its_order():
 def test_the_order_reaches_the_op_and_the_engine():
     from jaxlib.mlir import ir
 
-    from stablehlo_layout.importer import import_module
+    from stablehlo_layout.ir.importer import import_module
 
     module = mlir.load(INLINED.encode(), "inlined.hlo", mlir.make_context())
     (x,) = [op for op in module.body.operations[0].regions[0].blocks[0].operations
@@ -251,7 +251,7 @@ def test_the_order_is_the_one_xlas_log_shows():
 
 
 def test_a_malformed_user_order_is_one_line_naming_the_op(tmp_path, capsys):
-    from stablehlo_layout import cli
+    from stablehlo_layout.frontends import cli
 
     bad = tmp_path / "bad_order.mlir"
     bad.write_text(
@@ -320,13 +320,13 @@ ENTRY %main.29 (x.1: bf16[4,4]) -> bf16[4,4] {
 
 
 def test_loops_the_module_lists_out_of_instruction_order_get_their_places():
-    from stablehlo_layout.hlo_metadata import loop_ranks
+    from stablehlo_layout.ir.marks import loop_ranks
 
     assert loop_ranks(SUNK_LOOPS) == {"while.1": 0, "while.2": 1}
 
 
 def test_loops_the_module_lists_in_instruction_order_are_not_marked():
-    from stablehlo_layout.hlo_metadata import loop_ranks
+    from stablehlo_layout.ir.marks import loop_ranks
 
     # The forward loop's computations moved in front of the backward loop's.
     head, tail = SUNK_LOOPS.split("%region_0.13.sunk.clone.clone", 1)
@@ -338,7 +338,7 @@ def test_loops_the_module_lists_in_instruction_order_are_not_marked():
 
 
 def test_the_loop_ranks_reach_the_ops_and_the_engine(tmp_path):
-    from stablehlo_layout.importer import import_module
+    from stablehlo_layout.ir.importer import import_module
 
     m = mlir.load(SUNK_LOOPS.encode(), "sunk.hlo", mlir.make_context())
     assert str(m).count("stablehlo_layout.xla_loop_rank") == 2
@@ -349,7 +349,7 @@ def test_the_loop_ranks_reach_the_ops_and_the_engine(tmp_path):
 
 
 def test_a_malformed_loop_rank_is_one_line_naming_the_op(tmp_path, capsys):
-    from stablehlo_layout import cli
+    from stablehlo_layout.frontends import cli
 
     bad = tmp_path / "bad_rank.mlir"
     bad.write_text(
@@ -378,7 +378,7 @@ def test_the_marks_walk_modules_nested_deeper_than_pythons_recursion_limit() -> 
     import sys
     import threading
 
-    from stablehlo_layout import hlo_metadata
+    from stablehlo_layout.ir import marks as hlo_metadata
     from tests.support import deep
 
     depth = 3000

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze
-from stablehlo_layout.explain import TRACE_WORDS, explain, render_trace
-from stablehlo_layout.html import SCHEMA, _row, deque_states, plan_calls, render_trace_html, write_trace_html
-from stablehlo_layout import propagation as P
-from stablehlo_layout.result import copy_groups
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import analyze
+from stablehlo_layout.report.explain import TRACE_WORDS, explain, render_trace
+from stablehlo_layout.report.html import SCHEMA, _row, deque_states, plan_calls, render_trace_html, write_trace_html
+from stablehlo_layout.engine import state as P
+from stablehlo_layout.engine.result import copy_groups
 from tests.conftest import analyze_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,7 +85,7 @@ def test_page_carries_the_trace_compactly():
     assert len(data["facts"]) % len(schema["fact"]) == 0
     # Sentences come from explain's templates, not from the page's code.
     assert data["words"] == TRACE_WORDS
-    page_js = (ROOT / "stablehlo_layout" / "trace_page" / "page.js").read_text()
+    page_js = (ROOT / "stablehlo_layout" / "report" / "trace_page" / "page.js").read_text()
     for words in ("\"pop ", "current priority", " waiting)", "derived (not", "entry function", "moved per",
                   "drawn at its first call", "nothing popped"):
         assert words not in page_js, words
@@ -99,7 +99,7 @@ def test_data_records_follow_the_schema():
 
 def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
     real: list[list[tuple]] = []
-    orig = P.Engine.take_events
+    orig = P.EngineState.take_events
 
     def take_events(self):
         # The core's own worklist after each pop (it records them when watched;
@@ -113,8 +113,8 @@ def _real_deques(rel: str, target: str, monkeypatch) -> tuple[list, list]:
             self.core.watch = True
         return init
 
-    monkeypatch.setattr(P.Engine, "__init__", watched(P.Engine.__init__))
-    monkeypatch.setattr(P.Engine, "take_events", take_events)
+    monkeypatch.setattr(P.EngineState, "__init__", watched(P.EngineState.__init__))
+    monkeypatch.setattr(P.EngineState, "take_events", take_events)
     _, a, _ = _analyze(rel, target)
     monkeypatch.undo()
     mine = [[(f.kind, f.target) for f in state] for state in deque_states(a.trace)]

@@ -15,9 +15,10 @@ from dataclasses import fields
 
 import pytest
 
-from stablehlo_layout import _core, importer, mlir
-from stablehlo_layout.errors import InputError, PassError
-from stablehlo_layout.graph import Columns, Graph
+from stablehlo_layout import _core
+from stablehlo_layout.ir import capi, importer, locations, mlir
+from stablehlo_layout.model.errors import InputError, PassError
+from stablehlo_layout.model.graph import Columns, Graph
 from tests.conftest import load_text
 from tests.unit.test_index import INPUTS, ROOT
 
@@ -107,7 +108,7 @@ def test_the_handed_over_ops_read_what_the_bindings_read():
     while_op = func.regions[0].blocks[0].operations[0].operation
     blocks = [func.regions[0].blocks[0], *(r.blocks[0] for r in while_op.regions)]
     ptr = _core.capsule_pointer
-    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
+    walk = _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     for block in blocks:
         # Told of no op it may write, the core hands over every op.
         handed = list(importer._handed_ops(walk, block, 0, [], ""))
@@ -122,9 +123,9 @@ def test_the_handed_over_ops_read_what_the_bindings_read():
         assert [h[4] for h in handed] == [tuple(ptr(v.type._CAPIPtr) for v in op.results) for op in ops]
         wheres = [h[5] for h in handed]
         assert wheres == [ptr(op.location._CAPIPtr) for op in ops]
-        assert [str(importer.location_at(w)) for w in wheres] == [str(op.location) for op in ops]
+        assert [str(locations.location_at(w)) for w in wheres] == [str(op.location) for op in ops]
         assert [h[6] for h in handed] == [k == len(ops) - 1 for k in range(len(ops))]
-        args, arg_types = _core.block_arguments(block._CAPIPtr, importer.CAPI_LIBRARY)
+        args, arg_types = _core.block_arguments(block._CAPIPtr, capi.CAPI_LIBRARY)
         assert args == tuple(ptr(a._CAPIPtr) for a in block.arguments)
         assert arg_types == tuple(ptr(a.type._CAPIPtr) for a in block.arguments)
     assert walk.written == 0
@@ -178,7 +179,7 @@ def test_a_library_that_is_not_loaded_is_named():
     with pytest.raises(RuntimeError, match="OpWalk: libnot_loaded_here.so is not loaded"):
         _core.OpWalk("libnot_loaded_here.so", Columns(), _core.ValueIds(), [], {}, array("q"), {})
     # A failed search for one library leaves the other's answer alone.
-    assert _core.find_mlir_capi(importer.CAPI_LIBRARY) == ""
+    assert _core.find_mlir_capi(capi.CAPI_LIBRARY) == ""
 
 
 def test_the_walk_refuses_what_it_cannot_read():
@@ -187,8 +188,8 @@ def test_the_walk_refuses_what_it_cannot_read():
     block = module.body.operations[0].regions[0].blocks[0]
     negate = _core.capsule_pointer(block.operations[0].operation._CAPIPtr)
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
-        _core.block_arguments(object(), importer.CAPI_LIBRARY)
-    walk = _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
+        _core.block_arguments(object(), capi.CAPI_LIBRARY)
+    walk = _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
         walk.next_op(object(), 0, 0, [], "")
     with pytest.raises(TypeError, match="comp_instrs is not a list"):
@@ -205,19 +206,19 @@ def test_the_walk_refuses_what_it_cannot_read():
     walk.facts(negate, {}, False)
     # Columns frozen into arrays, or no columns at all, are refused.
     frozen = Columns()
-    frozen.freeze()
+    frozen.freeze(*capi.column_packers())
     for columns in (frozen, object()):
         with pytest.raises((TypeError, AttributeError)):
-            _core.OpWalk(importer.CAPI_LIBRARY, columns, _core.ValueIds(), [], {}, array("q"), {})
+            _core.OpWalk(capi.CAPI_LIBRARY, columns, _core.ValueIds(), [], {}, array("q"), {})
     with pytest.raises(TypeError, match="8-byte items"):
-        _core.OpWalk(importer.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("i"), {})
+        _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("i"), {})
 
 
 @pytest.mark.parametrize("target", ["generic", "xla-cpu", "xla-gpu"])
 def test_both_readings_write_the_same_module_on_every_input(target: str, monkeypatch: pytest.MonkeyPatch):
     # Through the C API the rewrite writes every single-array op's layout in
     # one core call (Handles.op_ptrs); through the bindings, op by op.
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     def written(by_identity: bool, path) -> str:
         monkeypatch.setattr(importer, "_capi_usable", lambda: by_identity)
@@ -251,11 +252,11 @@ def test_set_attribute_pairs_refuses_rows_that_do_not_fit():
                                 (array("q", [0]), array("i", [0]), "out of range"),
                                 (array("q", [negate, negate]), array("i", [0]), "differ in length")):
             with pytest.raises(ValueError, match=why):
-                _core.set_attribute_pairs(ops, pairs, "xla_shape", "result_layout", [a], [a], importer.CAPI_LIBRARY)
+                _core.set_attribute_pairs(ops, pairs, "xla_shape", "result_layout", [a], [a], capi.CAPI_LIBRARY)
         # Nothing was written by a refused call; a fitting one writes both names.
         assert "xla_shape" not in block.operations[0].attributes
         _core.set_attribute_pairs(array("q", [negate]), array("i", [0]), "xla_shape", "result_layout", [a], [a],
-                                  importer.CAPI_LIBRARY)
+                                  capi.CAPI_LIBRARY)
         written = block.operations[0].attributes
         assert str(written["xla_shape"]) == str(written["result_layout"]) == '"f32[4]{0}"'
 
@@ -285,8 +286,8 @@ def test_annotation_rows_groups_the_single_array_ops_by_pair():
     # The rewrite's scan (cpp/rewrite_rows.cpp): every op with one array
     # result, by (element, shape, layout) in first-seen order; the while
     # (two results) is left to Python, the reducer's scalar body skipped.
-    from stablehlo_layout.assignment import assign_module
-    from stablehlo_layout.graph import packed_array
+    from stablehlo_layout.frontends.api import assign_module
+    from stablehlo_layout.model.graph import packed_array
 
     module = load_text("""
 func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tensor<2xf32>) {

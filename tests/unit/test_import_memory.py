@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout.graph import Graph, SharedAttrs, UseRows, own_attrs
-from stablehlo_layout.importer import import_module
+from stablehlo_layout.model.graph import Graph, SharedAttrs, UseRows, own_attrs
+from stablehlo_layout.ir.importer import import_module
 from tests.conftest import load_text
 
 ROOT = Path(__file__).resolve().parents[2]

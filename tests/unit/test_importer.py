@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout.importer import _Importer, import_module
+from stablehlo_layout.ir.importer import _Importer, import_module
 from tests.conftest import load_text
 
 # An entry that calls nothing, a loop body XLA's conversion leaves behind as a
@@ -100,7 +100,7 @@ func.func @main(%x: tensor<4xf32>, %p: tensor<i32>) -> (tensor<4xf32>, tensor<4x
 
 
 def test_regions_are_found_on_ops_whose_definition_allows_them() -> None:
-    from stablehlo_layout.importer import _never_has_regions
+    from stablehlo_layout.ir.importer import _never_has_regions
 
     module = load_text(UNREGISTERED_REGIONS)
     ops = [op.operation for op in module.body.operations[0].regions[0].blocks[0].operations]

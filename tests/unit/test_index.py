@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import _core, mlir
-from stablehlo_layout.errors import InputError, PassError
-from stablehlo_layout.graph import Graph
-from stablehlo_layout.importer import import_module
-from stablehlo_layout.index import RuleTable, build_index
-from stablehlo_layout.rules import rule_for
+from stablehlo_layout import _core
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.model.errors import InputError, PassError
+from stablehlo_layout.model.graph import Graph
+from stablehlo_layout.ir.importer import import_module
+from stablehlo_layout.engine.core import RuleTable, build_index
+from stablehlo_layout.model.rules import rule_for
 from tests.conftest import load_text
 from tests.unit.test_hlo_metadata import INLINED
 

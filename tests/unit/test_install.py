@@ -89,7 +89,7 @@ def test_the_installed_command_assigns_explains_and_draws(installed: Path, tmp_p
     html = page.read_text(encoding="utf-8")
     # The page's files came from the installed package data and were inlined.
     for name in ("page.css", "page.js"):
-        text = (ROOT / "stablehlo_layout" / "trace_page" / name).read_text(encoding="utf-8")
+        text = (ROOT / "stablehlo_layout" / "report" / "trace_page" / name).read_text(encoding="utf-8")
         assert text in html, name
     assert "%JS%" not in html and "%CSS%" not in html
 

@@ -18,11 +18,11 @@ jax = pytest.importorskip("jax")
 
 from jax.experimental.layout import Format, Layout  # noqa: E402
 
-from stablehlo_layout import mlir  # noqa: E402
-from stablehlo_layout.assignment import assign_module  # noqa: E402
-from stablehlo_layout.errors import InputError  # noqa: E402
-from stablehlo_layout.explain import rule_text  # noqa: E402
-from stablehlo_layout.jax import (  # noqa: E402
+from stablehlo_layout.ir import mlir  # noqa: E402
+from stablehlo_layout.frontends.api import assign_module  # noqa: E402
+from stablehlo_layout.model.errors import InputError  # noqa: E402
+from stablehlo_layout.report.explain import rule_text  # noqa: E402
+from stablehlo_layout.frontends.jax import (
     analyze,
     is_reference,
     load_reference,
@@ -45,7 +45,7 @@ def _requests(name: str, mode: str):
     if mode == "auto":
         return AUTO, AUTO
     _, specs = EXAMPLES[name]
-    from stablehlo_layout.jax import _parse_arg_spec
+    from stablehlo_layout.frontends.jax import _parse_arg_spec
 
     ins = []
     for s in specs:
@@ -267,7 +267,7 @@ def test_shape_dtype_struct():
 
 
 def test_read_input_or_reference():
-    from stablehlo_layout.jax import read_input_or_reference
+    from stablehlo_layout.frontends.jax import read_input_or_reference
 
     ctx = mlir.make_context()
     m = read_input_or_reference("examples.models:mlp", ["f32[8,128]{0,1}", "f32[128,256]"], ctx)

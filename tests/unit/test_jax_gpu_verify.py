@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from stablehlo_layout import xla_gpu_compile
-from stablehlo_layout.errors import PassError
-from stablehlo_layout.jax import analyze
+from stablehlo_layout.xla import gpu_deviceless as xla_gpu_compile
+from stablehlo_layout.model.errors import PassError
+from stablehlo_layout.frontends.jax import analyze
 
 needs_oracle = pytest.mark.skipif(not xla_gpu_compile.plugin_available(),
                                   reason=f"XLA:GPU's compiler is not installed: {xla_gpu_compile.INSTALL_HINT}")

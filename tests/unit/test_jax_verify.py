@@ -8,8 +8,8 @@ import pytest
 import jax.numpy as jnp
 from jax.experimental.layout import Layout
 
-from stablehlo_layout.jax import analyze
-from stablehlo_layout.xla_gpu_compile import plugin_available
+from stablehlo_layout.frontends.jax import analyze
+from stablehlo_layout.xla.gpu_deviceless import plugin_available
 
 
 def _f(x, w):

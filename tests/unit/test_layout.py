@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from stablehlo_layout import layout as L
+from stablehlo_layout.model import layout as L
 
 
 def perms(rank: int):

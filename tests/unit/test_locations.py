@@ -16,14 +16,14 @@ from pathlib import Path
 import jsonschema
 from jaxlib.mlir import ir
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import analyze, assign_module
-from stablehlo_layout.explain import explain, render_trace
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import analyze, assign_module
+from stablehlo_layout.report.explain import explain, render_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = ROOT / "examples" / "pinned_transpose.mlir"  # its transpose sits at 7:8
 SCHEMA = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
-TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 # A position in the anonymous buffer, as MLIR or a naive formatter would print it.
 DASH = re.compile(r'(?<![\w./<>-])"?-"?:\d+:\d+')

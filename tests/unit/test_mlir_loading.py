@@ -1,4 +1,4 @@
-"""Loading every input kind through `stablehlo_layout.mlir`, and its errors."""
+"""Loading every input kind through `stablehlo_layout.ir.mlir`, and its errors."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout import mlir
-from stablehlo_layout.errors import InputError, PassError
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.model.errors import InputError, PassError
 
 ADD_TEXT = """\
 module @m {
@@ -96,7 +96,7 @@ def test_two_contexts_are_independent() -> None:
 
 
 def test_importing_mlir_module_does_not_import_jax() -> None:
-    code = "import sys, stablehlo_layout.mlir; print('jax' in sys.modules)"
+    code = "import sys, stablehlo_layout.ir.mlir; print('jax' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True,
         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
@@ -128,7 +128,7 @@ def test_print_module_debuginfo_shows_parse_locations(ctx: ir.Context) -> None:
 @pytest.mark.parametrize("debuginfo", [False, True])
 def test_final_text_bytes_prints_what_the_bindings_print(ctx: ir.Context, debuginfo: bool) -> None:
     """The command's printer (a pass manager's IR dump) writes the same bytes as get_asm."""
-    from stablehlo_layout.assignment import assign_module
+    from stablehlo_layout.frontends.api import assign_module
 
     for text in (ADD_TEXT, (Path(__file__).parents[1] / "lit" / "cf_while_transpose_body.mlir").read_text()):
         module = mlir.load(text, "in.mlir", ctx)

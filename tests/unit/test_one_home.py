@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from passes import LayoutAssignmentPass
-from stablehlo_layout import rules
-from stablehlo_layout.cli import _parser
-from stablehlo_layout.errors import PassError
-from stablehlo_layout.options import ENTRY_MODES, check_entry_mode
+from stablehlo_layout.passes import LayoutAssignmentPass
+from stablehlo_layout.model import rules
+from stablehlo_layout.frontends.cli import _parser
+from stablehlo_layout.model.errors import PassError
+from stablehlo_layout.model.options import ENTRY_MODES, check_entry_mode
 from stablehlo_layout.targets import TARGET_NAMES, get_target
 
 from tests.conftest import assign_text

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import output
-from stablehlo_layout.errors import OutputError
+from stablehlo_layout.report import output
+from stablehlo_layout.model.errors import OutputError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = str(ROOT / "examples" / "pinned_transpose.mlir")
-TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
@@ -205,7 +205,7 @@ def test_a_signal_during_a_run_leaves_no_temporary(tmp_path: Path, signal_name: 
     dest = tmp_path / "out.mlir"
     script = (
         "import os, signal, sys, time\n"
-        "from stablehlo_layout import cli, output\n"
+        "from stablehlo_layout.frontends import cli\nfrom stablehlo_layout.report import output\n"
         "real = output._write_all\n"
         "def write(fd, data):\n"
         "    real(fd, data[:4096])\n"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from jaxlib.mlir import ir
 
-from stablehlo_layout import assignment, cli, mlir
-from stablehlo_layout.errors import PassError
+from stablehlo_layout.frontends import api as assignment, cli
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.model.errors import PassError
 from tests.conftest import load_text
 
 TEXT = """

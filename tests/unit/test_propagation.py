@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from stablehlo_layout.importer import import_module
-from stablehlo_layout.propagation import Engine, assign_layouts
+from stablehlo_layout.ir.importer import import_module
+from stablehlo_layout.engine.driver import assign_layouts, run
+from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import GenericTarget
 from tests.conftest import load_text
 
@@ -57,8 +58,8 @@ func.func public @main(%x: tensor<4x8xf32> {mhlo.layout_mode = "auto"}) -> (tens
 
 def test_at_least_two_rounds_and_priority_rises():
     g, _ = graph_of(PINNED)
-    e = Engine(g, GenericTarget(), trace=True)
-    a = e.run()
+    e = EngineState(g, GenericTarget(), trace=True)
+    a = run(e)
     assert a.rounds == 2
     assert e.current_priority == 2
     assert {ev.round for ev in a.trace} == {0, 1}

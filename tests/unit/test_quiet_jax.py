@@ -22,7 +22,7 @@ ARGS = ["--arg", "f32[2,3,16,16]", "--arg", "f32[8,3,3,3]", "--arg", "f32[16,8,3
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "TF_CPP_MIN_LOG_LEVEL")}
-    return subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", *argv], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", *argv], capture_output=True, text=True,
                           env=env, cwd=ROOT)
 
 

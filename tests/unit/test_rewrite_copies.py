@@ -12,9 +12,10 @@ from array import array
 
 import pytest
 
-from stablehlo_layout import _core, importer, mlir, rewrite
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.errors import InputError, PassError
+from stablehlo_layout import _core
+from stablehlo_layout.ir import capi, importer, mlir, rewrite
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.model.errors import InputError, PassError
 from tests.conftest import load_text
 from tests.unit.test_index import INPUTS, ROOT
 
@@ -77,7 +78,7 @@ def test_a_refused_batch_leaves_the_module_as_it_was():
                         edge_start=array("i", [0, 1]), edge_ops=array("q", [pointer[1]]),
                         edge_operands=array("i", [0]))
             args.update(change)
-            return _core.insert_copies(importer.CAPI_LIBRARY, "mhlo.copy", **args)
+            return _core.insert_copies(capi.CAPI_LIBRARY, "mhlo.copy", **args)
 
         for change, why in (({"source_indices": array("i", [1])}, "no result of that index"),
                             ({"edge_operands": array("i", [1])}, "no operand of that index"),

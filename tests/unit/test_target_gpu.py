@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
-from stablehlo_layout.errors import PassError
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
+from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu
 from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok, reshape_layout
 from tests.support.equivalence import assert_bit_identical

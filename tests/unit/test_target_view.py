@@ -18,11 +18,11 @@ from types import MappingProxyType
 
 import pytest
 
-from stablehlo_layout import layout as L
-from stablehlo_layout.constraints import Origin
-from stablehlo_layout.demands import Demand
-from stablehlo_layout.propagation import Engine
-from stablehlo_layout.target_view import HeldLayout, TargetView
+from stablehlo_layout.model import layout as L
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import Demand
+from stablehlo_layout.engine.state import EngineState
+from stablehlo_layout.targets.view import HeldLayout, TargetView
 from stablehlo_layout.targets import Target
 from tests.conftest import assign_text
 
@@ -107,8 +107,8 @@ def test_the_view_is_read_only_and_holds_no_engine():
         held.layout = (1, 0)  # type: ignore[misc]
     # Nothing it holds is the engine or a method bound to it.
     for ref in gc.get_referents(view):
-        assert not isinstance(ref, Engine)
-        assert not isinstance(getattr(ref, "__self__", None), Engine)
+        assert not isinstance(ref, EngineState)
+        assert not isinstance(getattr(ref, "__self__", None), EngineState)
     # Its public face is readers only: no method of it sets anything.
     public = {k for k in dir(view) if not k.startswith("_")}
     assert public == {"graph", "rule", "instructions_of", "hlos_of", "leaves", "operand_values", "forwards", "post_order",

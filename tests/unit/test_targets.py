@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from stablehlo_layout.errors import PassError
+from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.targets import ENTRY_POINT_GROUP, GenericTarget, Target, XlaCpuTarget, get_target
 from tests.conftest import assign_text
 
@@ -96,8 +96,8 @@ def test_a_user_target_extending_xla_cpu_passes_its_demands_on(tmp_path):
     the user guard with XLA:CPU's own demands in it, and lays out as xla-cpu plus its own."""
     path = tmp_path / "more_cpu.py"
     path.write_text(textwrap.dedent("""
-        from stablehlo_layout.constraints import Origin
-        from stablehlo_layout.demands import Demand
+        from stablehlo_layout.model.constraints import Origin
+        from stablehlo_layout.targets.demands import Demand
         from stablehlo_layout.targets import XlaCpuTarget
 
         class Same(XlaCpuTarget):

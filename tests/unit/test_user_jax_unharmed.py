@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 _PRELUDE = """
 import numpy as np
-import stablehlo_layout.cli  # the tool first: its MLIR setup runs before jax's
-from stablehlo_layout import mlir
-from stablehlo_layout.jax import analyze
+import stablehlo_layout.frontends.cli  # the tool first: its MLIR setup runs before jax's
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.jax import analyze
 import jax, jax.numpy as jnp
 assert len(jax.devices()) == 2, jax.devices()  # sharded programs need a real mesh
 
@@ -108,7 +108,7 @@ def test_jax_still_works_after_the_tool(case: str) -> None:
 def test_jax_still_works_after_verifying_against_xla_gpu() -> None:
     """verify=True loads XLA:GPU's plugin (the installed jaxlib's own version) into the process:
     the user's CPU programs, linalg and custom partitioning included, must still lower and run."""
-    from stablehlo_layout.xla_gpu_compile import plugin_available, plugin_version_mismatch
+    from stablehlo_layout.xla.gpu_deviceless import plugin_available, plugin_version_mismatch
 
     if not plugin_available() or plugin_version_mismatch():
         pytest.skip("XLA:GPU's compiler of this jaxlib's version is not installed (pip install -e '.[gpu-oracle]')")

@@ -46,7 +46,7 @@ class DerivedFromCpu(XlaCpuTarget):
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", *argv], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", *argv], capture_output=True, text=True,
                           env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}, cwd=ROOT)
 
 
@@ -93,8 +93,8 @@ def test_built_in_targets_are_not_wrapped() -> None:
 
 # Demands a user target gets wrong; each run must fail in one line that names the target.
 BAD_DEMANDS = '''\
-from stablehlo_layout.constraints import Origin
-from stablehlo_layout.demands import Demand
+from stablehlo_layout.model.constraints import Origin
+from stablehlo_layout.targets.demands import Demand
 from stablehlo_layout.targets import Target
 
 
@@ -145,13 +145,13 @@ func.func public @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x2xf
 
 
 @pytest.mark.parametrize("cls, words", [
-    ("NotADemand", "is not a stablehlo_layout.demands.Demand"),
+    ("NotADemand", "is not a stablehlo_layout.targets.demands.Demand"),
     ("WrongRank", "layout (0, 1, 2) for operand 0 of instruction 2 (stablehlo.dot_general) is not a permutation "
                   "of the 2 dimensions of f32[2,3]"),
     ("NotAPermutation", "layout (0, 0) for operand 1 of instruction 2 (stablehlo.dot_general) is not a "
                         "permutation of the 2 dimensions of f32[3,2]"),
     ("NoSuchOperand", "has no operand 5"),
-    ("NoOrigin", "origin must be a stablehlo_layout.constraints.Origin"),
+    ("NoOrigin", "origin must be a stablehlo_layout.model.constraints.Origin"),
     ("ReturnsNone", "hook backend_demands raised TypeError: it returned None"),
     ("OldHook", "OldHook.add_backend_constraints(engine, comp) is no longer called; a target returns Demand "
                 "objects from backend_demands(view, comp) instead"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOL = [sys.executable, "-m", "stablehlo_layout.cli"]
+TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
 ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 _FORI = """
@@ -57,7 +57,7 @@ def test_fori_loop_dump_counts_what_xla_copies_and_leaves_leftover_functions_alo
     out = _tool("assign", "--target", "xla-cpu", str(before)).stdout
     # The converter's leftover copies of the loop's body and condition: not laid
     # out, left exactly as the converter wrote them.
-    from stablehlo_layout import mlir
+    from stablehlo_layout.ir import mlir
 
     converted = mlir.print_module(mlir.read_input(str(before), mlir.make_context()))
     leftover = re.compile(r"(  func\.func private @region_.*?\n  \}\n)", re.S)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout.hlo_metadata import loop_ranks
+from stablehlo_layout.ir.marks import loop_ranks
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import assign_module
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.targets import XlaGpuTarget, load_gpu
 from tests.unit.test_xla_scenarios import Outcome
 

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from stablehlo_layout import mlir
-from stablehlo_layout.assignment import LayoutResult, assign_module
-from stablehlo_layout.errors import InputError, PassError
-from stablehlo_layout.graph import Value
+from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends.api import LayoutResult, assign_module
+from stablehlo_layout.model.errors import InputError, PassError
+from stablehlo_layout.model.graph import Value
 
 SCENARIOS = Path(__file__).parent / "xla_scenarios"
 

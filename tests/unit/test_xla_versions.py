@@ -86,7 +86,7 @@ def _loop_input_layout(after: str, opcode: str) -> str:
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_copies_are_those_of_the_installed_xla(tmp_path: Path, name: str) -> None:
     before, after = _dump(tmp_path, name)
-    out = subprocess.run([sys.executable, "-m", "stablehlo_layout.cli", "explain", "--target", "xla-cpu", "--json",
+    out = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "explain", "--target", "xla-cpu", "--json",
                           before], capture_output=True, text=True, env=ENV)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)

@@ -1,7 +1,7 @@
 """Make the XLA:GPU layout-assignment dump pairs in this folder (run by hand).
 
 Each program below is compiled by XLA:GPU *deviceless* for a GPU model of
-``stablehlo_layout/gpus/`` (the same config text the tool reads for
+``stablehlo_layout/targets/gpus/`` (the same config text the tool reads for
 ``--gpu``), and the ``before_layout-assignment`` / ``after_layout-assignment``
 dumps are kept as ``<gpu>/<program>.before.txt`` / ``.after.txt``, untouched.
 
@@ -128,7 +128,7 @@ def compile_one(name: str, gpu: str, out_dir: Path) -> None:
     from jax.experimental import topologies
     from jax.sharding import SingleDeviceSharding
 
-    config = (REPO / "stablehlo_layout" / "gpus" / f"{gpu}.txtpb").read_text()
+    config = (REPO / "stablehlo_layout" / "targets" / "gpus" / f"{gpu}.txtpb").read_text()
     topo = topologies.get_topology_desc(platform="cuda", target_config=config, topology="1x1x1")
     s = SingleDeviceSharding(topo.devices[0])
     fn, shapes = programs()[name]

@@ -20,7 +20,7 @@ from jax.experimental.layout import Format, Layout
 from jax.sharding import SingleDeviceSharding
 
 from stablehlo_layout.targets.gpu_config import load_gpu
-from stablehlo_layout.xla_gpu_compile import deviceless_device
+from stablehlo_layout.xla.gpu_deviceless import deviceless_device
 
 
 def linalg_solve(a, b):

@@ -1,0 +1,5 @@
+"""``python -m stablehlo_layout``: the stablehlo-layout command."""
+
+from stablehlo_layout.frontends.cli import run
+
+run()

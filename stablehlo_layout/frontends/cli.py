@@ -1,0 +1,542 @@
+"""The ``stablehlo-layout`` command (mirrors ``mlir-opt`` habits).
+
+    stablehlo-layout assign  [--target T] [--gpu NAME|FILE] [--entry-layouts default|free]
+                             [--as-compiled] [--mlir-print-debuginfo] [-o OUT] INPUT
+    stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
+    stablehlo-layout trace   [same options] INPUT
+
+Bad input ends with one ``file:line:col: error: reason`` line on stderr and
+exit code 1; the input file is never written (``-o`` naming it is refused),
+and outputs are written as ``output.py`` says.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import re
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence
+
+from stablehlo_layout.model.errors import InputError, OptionError, PassError, UserTargetError
+from stablehlo_layout.model.options import ENTRY_MODES
+
+if TYPE_CHECKING:
+    from stablehlo_layout.ir.mlir import PrintedModule
+
+# Set to show a user target's traceback, as --debug does.
+DEBUG_ENV = "STABLEHLO_LAYOUT_DEBUG"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 1, like every other failure
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        raise SystemExit(1)
+
+
+def _common(a: argparse.ArgumentParser) -> None:
+    a.add_argument("inputs", metavar="INPUT", nargs="+",
+                   help="MLIR text or bytecode, an HLO text module, or a jax.export artifact; - for stdin; "
+                        "several files, a glob or an XLA dump folder give one report per module")
+    from stablehlo_layout.targets import TARGET_NAMES
+
+    a.add_argument("--target", default="generic",
+                   help=f"backend rules: {', '.join(TARGET_NAMES)} (default: generic)")
+    a.add_argument("--gpu", default=None, metavar="NAME|FILE",
+                   help="with --target xla-gpu: the GPU XLA compiles for, one of XLA's target configs "
+                        "(a100, b200, h100, h200, v100) or a GpuTargetConfigProto text file (default: h100)")
+    a.add_argument("--entry-layouts", choices=ENTRY_MODES, default="default",
+                   help="unstated entry layouts: pinned to the default, or chosen by propagation")
+    a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
+    a.add_argument("--as-compiled", action="store_true",
+                   help="run XLA's own pipeline for the target (xla-cpu, or xla-gpu deviceless) up to layout "
+                        "assignment and lay out the module XLA is about to lay out")
+    a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
+                   help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
+                        "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
+    a.add_argument("--mlir-print-debuginfo", action="store_true",
+                   help="assign: print locations in the IR; explain, trace: name each op by its whole location "
+                        "(every call-site frame) instead of the short form")
+    a.add_argument("--debug", action="store_true",
+                   help=f"on a user target's failure, show its traceback (also: {DEBUG_ENV}=1)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="stablehlo-layout", description="XLA-faithful layout assignment for StableHLO.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    a = sub.add_parser("assign", help="assign layouts and insert copies; print the module")
+    _common(a)
+    e = sub.add_parser("explain", help="explain every copy the pass inserts: where, why, cost, fix")
+    _common(e)
+    e.add_argument("--json", action="store_true", help=f"machine-readable output (schema {'stablehlo-layout.explain/1'})")
+    e.add_argument("--no-fixes", action="store_true", help="skip the what-if reruns that find fixes")
+    e.add_argument("--max-reruns", type=int, default=16, metavar="N",
+                   help="how many what-if runs of the pass the fixes may cost (default: 16)")
+    t = sub.add_parser("trace", help="print every worklist pop in order")
+    _common(t)
+    t.add_argument("--html", metavar="OUT.html",
+                   help="write a self-contained page that replays the propagation pop by pop")
+    return p
+
+
+def _refuse_output_onto_input(args: argparse.Namespace) -> None:
+    """`-o` or `--html` naming the input would destroy it: refuse before any work."""
+    from stablehlo_layout.report.output import same_file
+
+    if args.input == "-" or not os.path.exists(args.input):
+        return
+    for option, path in (("-o", args.output), ("--html", getattr(args, "html", None))):
+        if path and path != "-" and same_file(path, args.input):
+            raise InputError(path, f"{option} names the input file; the input is never overwritten, "
+                                   "write elsewhere and move the result")
+
+
+def _assign(args: argparse.Namespace) -> int:
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.frontends.api import assign_module, check_output
+    from stablehlo_layout.targets import get_target
+
+    target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
+    ctx = mlir.make_context()
+    module, _sources = _read_program(args, ctx, target)
+    # The copies' names show only as locations, which only --mlir-print-debuginfo prints.
+    result = assign_module(module, target, args.entry_layouts, check=False, names=args.mlir_print_debuginfo)
+    notes, depth = [warning, *result.warnings], result.graph.region_depth
+    # Nothing below needs the pass's answer.  The assignment's tables go before
+    # the printer allocates on top of them (8 MB and ~6 ms at 43k instructions:
+    # printing was the command's peak); the graph stays, as the command leaves
+    # without tearing it down (freeing it would cost ~30 ms for 30 MB).
+    result.assignment = None  # type: ignore[assignment]
+    result.copies = []  # their edges read their demands from the engine's store, which this lets go
+    # Nothing reads the module after printing.  The printer verifies it first
+    # (and falls back to the generic form if that fails): that is the output
+    # check, which assign_module would otherwise have run once more.  The
+    # text goes out from the printer's file in pieces, never whole in memory.
+    with mlir.final_text(module, debuginfo=args.mlir_print_debuginfo) as printed:
+        if mlir.printed_generic(printed):
+            check_output(module)  # the verifier's own first diagnostic
+            raise PassError("internal error: the rewritten module printed in MLIR's generic form; "
+                            "please report this with the input")
+        for note in filter(None, notes):
+            print(note, file=sys.stderr)
+        _emit(args, printed)
+    mlir.discard(module, depth)
+    return 0
+
+
+_FILE_POS = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+)$")
+
+
+def render_pass_error(path: str, e: PassError) -> str:
+    """One ``file:line:col: error: reason`` line for an error found inside the pass.
+
+    A position in the input itself (MLIR text names its file, or ``<stdin>``)
+    becomes the line's ``file:line:col``; any other location (an HLO
+    instruction's name, a position in another file or in the text bytecode
+    was written from) is quoted after "at".
+    """
+    shown = "<stdin>" if path == "-" else path
+    msg = " ".join(e.msg.split())
+    loc = e.location or ""
+    m = _FILE_POS.match(loc)
+    if m and m.group("file") in (shown, path):
+        return f"{shown}:{m.group('line')}:{m.group('col')}: error: {msg}"
+    if loc:
+        return f"{shown}: error: at {loc}: {msg}"
+    return f"{shown}: error: {msg}"
+
+
+def _names_a_function(path: str) -> bool:
+    """``jax.is_reference``, without importing the JAX front door (~5 ms) for a file that exists.
+
+    A path that exists is never a reference (``is_reference`` says so too).
+    """
+    if os.path.exists(path):
+        return False
+    from stablehlo_layout.frontends.jax import is_reference
+
+    return is_reference(path)
+
+
+def _read(args: argparse.Namespace, ctx, platforms=None):
+    """A file, stdin, or a JAX function ``MODULE:FUNCTION`` exported at the ``--arg`` shapes."""
+    from stablehlo_layout.ir import mlir
+
+    if args.arg or _names_a_function(args.input):
+        from stablehlo_layout.frontends.jax import read_input_or_reference
+
+        return read_input_or_reference(args.input, args.arg, ctx, platforms)
+    return mlir.read_input(args.input, ctx)
+
+
+def _read_program(args: argparse.Namespace, ctx, target):
+    """The module to lay out and, with ``--as-compiled``, where its instructions came from.
+
+    With ``--as-compiled`` that module is XLA's own, right before its layout
+    assignment, compiled from the input for the target.
+    """
+    if not args.as_compiled:
+        return _read(args, ctx), None
+    from stablehlo_layout.xla import pipeline as xla_compile
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.ir.metadata import read_sources
+
+    backend = xla_compile.backend_of(target)
+    # A JAX function is lowered for the platform it is compiled for.
+    module = _read(args, ctx, ["cuda"] if backend == "xla-gpu" else None)
+    path = "<stdin>" if args.input == "-" else args.input
+    compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
+                                          **xla_compile.gpu_options(target))
+    if compiled.note:
+        print(compiled.note, file=sys.stderr)
+    args.compiled_by = compiled.backend
+    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
+
+
+def _analysis(args: argparse.Namespace, trace: bool):
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.frontends.api import analyze
+    from stablehlo_layout.targets import get_target
+
+    target, warning = get_target(args.target, args.gpu)
+    ctx = mlir.make_context()
+    module, sources = _read_program(args, ctx, target)
+    # Explanations quote XLA's rounds and priorities: run every round.
+    # The module is dropped below: the import may inline into it rather than a copy.
+    graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)
+    if args.mlir_print_debuginfo:
+        from stablehlo_layout.ir.locations import show_full_locations
+
+        show_full_locations(graph)
+    mlir.discard(module, graph.region_depth)
+    if sources is not None:
+        from stablehlo_layout.ir.metadata import name_by_instruction
+
+        name_by_instruction(graph)
+    for note in filter(None, [warning, *notes]):
+        print(note, file=sys.stderr)
+    return assignment, sources
+
+
+def _emit(args: argparse.Namespace, text: "str | bytes | PrintedModule") -> None:
+    from stablehlo_layout.report.output import write_output
+
+    sink = getattr(args, "sink", None)
+    if isinstance(text, (str, bytes)):
+        data = text.encode() if isinstance(text, str) else text
+    elif sink is not None:
+        data = text.read()
+    else:
+        write_output(args.output, text.chunks())  # a printed module, straight from the printer's file
+        return
+    if sink is not None:  # one of several modules: the caller writes them all at once
+        sink.append(data)
+        return
+    write_output(args.output, data)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import json
+
+    from stablehlo_layout.report.explain import explain
+
+    assignment, sources = _analysis(args, trace=False)
+    report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
+    path = "<stdin>" if args.input == "-" else args.input
+    if args.json:
+        data = report.to_json()
+        data["input"] = path
+        if getattr(args, "compiled_by", None):
+            data["compiled_by"] = args.compiled_by
+        _emit(args, json.dumps(data, indent=2) + "\n")
+    else:
+        _emit(args, report.render())
+    return 0
+
+
+def _trace(args: argparse.Namespace) -> int:
+    from stablehlo_layout.report.explain import explain, render_trace
+
+    path = "<stdin>" if args.input == "-" else args.input
+    assignment, sources = _analysis(args, trace=True)
+    if args.html:
+        from stablehlo_layout.report.html import write_trace_html
+
+        # Explanations power the click-through on each copy; their what-if
+        # reruns are skipped here to keep large modules quick.
+        report = explain(assignment, fixes=False, sources=sources)
+        write_trace_html(assignment.graph, assignment, report, args.html,
+                         f"stablehlo-layout trace: {os.path.basename(path)}")
+        return 0
+    _emit(args, render_trace(assignment, sources))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return _on_deep_stack(lambda: _dispatch_inputs(args))
+
+
+# XLA names them module_0000.jit_f.0011.cpu-compile.after_x.before_layout-assignment.txt;
+# a dump renamed to the bare suffix (as examples/xla_dump/ holds it) counts too.
+_DUMP_SUFFIX = "before_layout-assignment.txt"
+
+
+def _expand_inputs(inputs: list[str]) -> list[str]:
+    """Files named, globs the shell left alone, and XLA dump folders' before dumps, in order."""
+    import glob
+
+    out: list[str] = []
+    for item in inputs:
+        if item != "-" and os.path.isdir(item):
+            dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + _DUMP_SUFFIX)))
+            if not dumps:
+                raise InputError(item, f"is a directory without XLA dumps (*{_DUMP_SUFFIX})")
+            out.extend(dumps)
+        elif not os.path.exists(item) and glob.has_magic(item):
+            found = sorted(glob.glob(item))
+            if not found:
+                raise InputError(item, "no file matches")
+            out.extend(found)
+        else:
+            out.append(item)
+    return out
+
+
+def module_name(path: str) -> str:
+    """What a report for ``path`` is called: the HLO module's name, else the file's."""
+    if path != "-":
+        try:
+            with open(path, "rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError:
+            head = ""
+        m = re.match(r"\s*HloModule\s+([\w.\-]+)", head)
+        if m:
+            return m.group(1)
+        m = re.search(r"^\s*module\s+@([\w.$\-]+)", head, re.M)
+        if m:
+            return m.group(1)
+    return "<stdin>" if path == "-" else os.path.basename(path)
+
+
+def _dispatch_inputs(args: argparse.Namespace) -> int:
+    try:
+        paths = _expand_inputs(args.inputs)
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    if len(paths) == 1:
+        args.input = paths[0]
+        return _dispatch(args)
+    return _several(args, paths)
+
+
+def _several(args: argparse.Namespace, paths: list[str]) -> int:
+    """One report (or module) per input, each headed by its module's name; one output."""
+    from stablehlo_layout.report.output import write_output
+
+    if args.arg or "-" in paths:
+        print(f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION",
+              file=sys.stderr)
+        return 1
+    pieces: list[bytes] = []
+    docs: list[Any] = []
+    code = 0
+    as_json = getattr(args, "json", False)
+    names: dict[str, int] = {}
+    for path in paths:
+        name = module_name(path)
+        names[name] = names.get(name, 0) + 1
+        if names[name] > 1:  # XLA dumps every compile of a function under its name
+            name = f"{name}.{names[name]}"
+        sub = argparse.Namespace(**vars(args))
+        sub.input, sub.sink = path, []
+        if getattr(args, "html", None):
+            stem = args.html[:-5] if args.html.endswith(".html") else args.html
+            sub.html = f"{stem}.{name}.html"
+        status = _dispatch(sub)
+        code = code or status
+        if status != 0:
+            continue
+        body = b"".join(sub.sink)
+        if as_json:
+            import json
+
+            doc = json.loads(body)
+            doc["module"] = name
+            docs.append(doc)
+        elif args.command == "assign":
+            pieces.append((b"// -----\n" if pieces else b"") + f"// module {name}: {path}\n".encode() + body)
+        elif body or not getattr(args, "html", None):
+            pieces.append((b"\n" if pieces else b"") + f"== module {name}: {path} ==\n".encode() + body)
+    try:
+        if as_json:
+            import json
+
+            write_output(args.output, (json.dumps(docs, indent=2) + "\n").encode())
+        elif pieces:
+            write_output(args.output, b"".join(pieces))
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    return code
+
+
+def _reads_through_jax(path: str) -> bool:
+    """Whether reading ``path`` imports jax: a JAX function, or a jax.export artifact."""
+    if _names_a_function(path):
+        return True
+    if path == "-" or not os.path.isfile(path):
+        return False
+    from stablehlo_layout.ir import mlir
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+            if head.startswith(mlir.BYTECODE_MAGIC) or mlir.detect_kind(head) in (mlir.MLIR_TEXT, mlir.HLO_TEXT):
+                return False  # text may be cut mid-character in the head; it is still not binary
+            return mlir.detect_kind(head + f.read()) == mlir.JAX_EXPORT
+    except OSError:
+        return False  # reading it fails later, with the reason
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        _refuse_output_onto_input(args)
+        if getattr(args, "as_compiled", False):
+            from stablehlo_layout.xla import pipeline as xla_compile
+
+            if args.target == "generic":  # before reading (and maybe exporting) the input
+                xla_compile.check_target(args.target)
+            xla_compile.prepare_environment(args.target)
+        elif _reads_through_jax(args.input):
+            from stablehlo_layout.xla import pipeline as xla_compile
+
+            # Backends start on first use: start them here, so that a plugin's
+            # probe (the CUDA one, on a machine without a GPU) says nothing.
+            xla_compile.start_jax_quietly(lambda: __import__("jax").devices())
+        if args.command == "assign":
+            return _assign(args)
+        if args.command == "explain":
+            return _explain(args)
+        if args.command == "trace":
+            return _trace(args)
+    except InputError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except OptionError as e:
+        print(f"stablehlo-layout: error: {' '.join(e.msg.split())}", file=sys.stderr)
+        return 1
+    except UserTargetError as e:
+        if getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+            import traceback
+
+            traceback.print_exception(e.cause, file=sys.stderr)
+        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
+        return 1
+    except PassError as e:
+        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as e:
+        # The shell's convention: 128 + the signal's number (SIGINT 2, SIGTERM 15).
+        return 143 if e.args == (_TERMINATED,) else 130
+    return 1
+
+
+# MLIR's parser, verifier and printer recurse once per nested region in C++;
+# the main thread's 8 MiB stack ends near 1,000 nested whiles (a segfault, not
+# an error).  The command runs on a thread whose stack is reserved, not
+# committed: pages are only touched as deep as the module nests (~100k levels).
+_STACK_BYTES = 1 << 30
+
+
+def _on_deep_stack(work: Callable[[], int]) -> int:
+    outcome: list[Any] = []
+    done = threading.Event()
+
+    def body() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as e:  # a bug's traceback belongs to the caller's thread
+            outcome.append(e)
+        finally:
+            done.set()
+
+    try:
+        previous = threading.stack_size(_STACK_BYTES)
+    except (ValueError, RuntimeError):  # a platform that fixes thread stacks
+        return work()
+    try:
+        worker = threading.Thread(target=body, name="stablehlo-layout", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(previous)
+    # Only the main thread may install signal handlers: SIGTERM is turned into
+    # the Ctrl-C path below, so the worker's clean-up (temporary files, XLA's
+    # dump folder for --as-compiled) runs for it too.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _term_as_interrupt)
+    # Wait on an event, not on join(): a join cut short by Ctrl-C may report
+    # the thread finished while it still runs.
+    terminated = False
+    while not done.is_set():
+        try:
+            done.wait()
+        except KeyboardInterrupt as e:
+            # Signals reach the main thread only: hand Ctrl-C to the worker, whose
+            # handlers remove temporary files; the exit code says which signal it was.
+            terminated = terminated or e.args == (_TERMINATED,)
+            _raise_in(worker, KeyboardInterrupt)
+    result = outcome[0]
+    if isinstance(result, BaseException):
+        raise result
+    # The worker saw an interrupt (130); it was SIGTERM's.
+    return 143 if terminated and result == 130 else result
+
+
+_TERMINATED = "SIGTERM"  # the argument a KeyboardInterrupt made from SIGTERM carries
+
+
+def _term_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(_TERMINATED)
+
+
+def _raise_in(thread: threading.Thread, error: type[BaseException]) -> None:
+    import ctypes
+
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident or 0), ctypes.py_object(error))
+
+
+def run() -> NoReturn:
+    """The console command: ``main`` as a short-lived process.
+
+    The pass builds millions of small acyclic objects.  A command never
+    needs the cyclic collector (reference counting frees what it drops, and
+    the process ends right after), and tearing the heap down object by object
+    at exit took longer than printing the module (1.7 s at 170k
+    instructions), so the process leaves with ``os._exit`` once its output is
+    flushed, as mypy's command does.  It imports the MLIR bindings with
+    numpy deferred (``deferred_numpy``): the process is the command's own.
+    """
+    gc.disable()
+    from stablehlo_layout.ir.deferred_numpy import import_bindings
+
+    import_bindings()  # before anything imports jaxlib.mlir.ir: numpy waits for its first use
+    try:
+        code = main()
+    except SystemExit as e:  # argparse's --help and usage errors
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # the reader went away (`| head`) or the device is full: already reported
+        pass
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()
