@@ -70,7 +70,7 @@ def test_bad_targets_are_one_clear_error(spec, message):
 
 
 def test_the_example_target_demands_real_layouts_through_the_new_api():
-    """The user-target example (README, examples/targets/) makes its demands through the
+    """The user-target example (docs/cli.md, examples/targets/) makes its demands through the
     view: both dot operands are read column-major, by the example's own rule."""
     target, _ = get_target(f"{EXAMPLE}:ColumnMajorDots")
     a = assign_text(DOT, target).assignment
@@ -84,8 +84,8 @@ def test_the_example_target_demands_real_layouts_through_the_new_api():
     assert sorted((c.consumer, c.operand, c.dst) for c in a.copies) == [(dot, 0, (0, 1)), (dot, 1, (0, 1))]
 
 
-def test_the_readme_shows_the_example_target_as_it_is():
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+def test_the_cli_reference_shows_the_example_target_as_it_is():
+    readme = open(os.path.join(ROOT, "docs", "cli.md"), encoding="utf-8").read()
     block = readme.split("  class ColumnMajorDots(Target):", 1)[1].split("  ```", 1)[0]
     shown = textwrap.dedent("  class ColumnMajorDots(Target):" + block).strip()
     assert shown in open(EXAMPLE, encoding="utf-8").read()

@@ -1,4 +1,4 @@
-"""The README's XLA:GPU walkthrough (examples/xla_gpu_dump/): our copies are XLA:GPU's, per GPU."""
+"""The XLA:GPU walkthrough (docs/cli.md, examples/xla_gpu_dump/): our copies are XLA:GPU's, per GPU."""
 
 from __future__ import annotations
 
