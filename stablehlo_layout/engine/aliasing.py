@@ -21,7 +21,7 @@ In propagation we treat the copy as transparent: the call's declared
 operand layout reaches the copy's operand as it reaches the operand itself
 without it, so a value in another layout gets XLA's relayout copy first and
 this copy after it.  That is what XLA's dumps show (XLA:CPU's all agree);
-one XLA:GPU program (a Cholesky solve, README) shows the demand arriving
+one XLA:GPU program (a Cholesky solve, examples/xla_gpu_dump/) shows the demand arriving
 later than ours, after a transpose's forward layout took the operand.  Here the copies
 are derived from the engine's answer, as plain data: one ``CopyEdge`` per
 (custom call, aliased operand), with ``aliased_output`` set to the output

@@ -271,7 +271,7 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
     if old is not None:
         raise UserTargetError(f"target {name!r}: {old.__name__}.{_OLD_HOOK}(engine, comp) is no longer called; "
                               "a target returns Demand objects from backend_demands(view, comp) instead "
-                              "(README: Targets)", TypeError(f"{old.__qualname__}.{_OLD_HOOK} is obsolete"))
+                              "(docs/cli.md: Targets)", TypeError(f"{old.__qualname__}.{_OLD_HOOK} is obsolete"))
     is_gpu = _is_gpu_target(cls)
     if gpu is not None and not is_gpu:
         raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
