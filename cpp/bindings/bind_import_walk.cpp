@@ -28,8 +28,8 @@
 #include <utility>
 #include <vector>
 
-#include "mlir_capi.h"
-#include "python_handles.h"
+#include "bindings/python_handles.h"
+#include "mlir/mlir_capi.h"
 
 namespace nb = nanobind;
 

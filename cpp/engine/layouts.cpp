@@ -1,4 +1,4 @@
-#include "layouts.h"
+#include "engine/layouts.h"
 
 namespace slcore {
 

@@ -1,10 +1,10 @@
-#include "facts.h"
+#include "engine/facts.h"
 
 #include <algorithm>
 #include <stdexcept>
 #include <tuple>
 
-#include "reshape.h"
+#include "engine/reshape.h"
 
 namespace slcore {
 

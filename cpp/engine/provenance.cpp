@@ -1,4 +1,4 @@
-#include "provenance.h"
+#include "engine/provenance.h"
 
 namespace slcore {
 

@@ -15,16 +15,16 @@
 #include <utility>
 #include <vector>
 
-#include "computation.h"
-#include "demands.h"
-#include "facts.h"
-#include "footprint.h"
-#include "index.h"
-#include "mlir_capi.h"
-#include "order.h"
-#include "propagators.h"
-#include "python_handles.h"
-#include "reshape.h"
+#include "bindings/python_handles.h"
+#include "engine/computation.h"
+#include "engine/demands.h"
+#include "engine/facts.h"
+#include "engine/footprint.h"
+#include "engine/index.h"
+#include "engine/order.h"
+#include "engine/propagators.h"
+#include "engine/reshape.h"
+#include "mlir/mlir_capi.h"
 
 namespace nb = nanobind;
 

@@ -1,4 +1,4 @@
-#include "store.h"
+#include "engine/store.h"
 
 #include <algorithm>
 

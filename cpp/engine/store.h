@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "provenance.h"
+#include "engine/provenance.h"
 
 namespace slcore {
 

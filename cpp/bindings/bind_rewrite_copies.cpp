@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "mlir_capi.h"
-#include "python_handles.h"
+#include "bindings/python_handles.h"
+#include "mlir/mlir_capi.h"
 
 namespace nb = nanobind;
 

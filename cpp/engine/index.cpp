@@ -1,4 +1,4 @@
-#include "index.h"
+#include "engine/index.h"
 
 #include <algorithm>
 #include <climits>
@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "facts.h"
+#include "engine/facts.h"
 
 namespace slcore {
 

@@ -1,4 +1,4 @@
-#include "demands.h"
+#include "engine/demands.h"
 
 #include <stdexcept>
 #include <string>

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "index.h"
+#include "engine/index.h"
 
 namespace slcore {
 

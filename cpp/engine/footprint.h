@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "demands.h"
-#include "index.h"
-#include "propagators.h"
+#include "engine/demands.h"
+#include "engine/index.h"
+#include "engine/propagators.h"
 
 namespace slcore {
 

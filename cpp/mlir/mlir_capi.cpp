@@ -3,7 +3,7 @@
 // The library is hundreds of megabytes, its string table ~90 MB, so both
 // tables are read in fixed-size pieces with pread: nothing of them is mapped
 // or held, and the process's resident memory does not grow with them.
-#include "mlir_capi.h"
+#include "mlir/mlir_capi.h"
 
 #if defined(__linux__)
 #include <elf.h>

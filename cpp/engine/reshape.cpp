@@ -1,4 +1,4 @@
-#include "reshape.h"
+#include "engine/reshape.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "footprint.h"
+#include "engine/footprint.h"
 
 namespace slcore {
 

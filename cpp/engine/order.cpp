@@ -1,4 +1,4 @@
-#include "order.h"
+#include "engine/order.h"
 
 #include <stdexcept>
 #include <utility>

@@ -10,12 +10,12 @@
 #include <stdexcept>
 #include <vector>
 
-#include "facts.h"
-#include "index.h"
-#include "layouts.h"
-#include "provenance.h"
-#include "store.h"
-#include "worklist.h"
+#include "engine/facts.h"
+#include "engine/index.h"
+#include "engine/layouts.h"
+#include "engine/provenance.h"
+#include "engine/store.h"
+#include "engine/worklist.h"
 
 namespace slcore {
 

@@ -1,8 +1,8 @@
-#include "propagators.h"
+#include "engine/propagators.h"
 
 #include <algorithm>
 
-#include "reshape.h"
+#include "engine/reshape.h"
 
 namespace slcore {
 

@@ -1,4 +1,4 @@
-#include "computation.h"
+#include "engine/computation.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "python_handles.h"
+#include "bindings/python_handles.h"
 
 namespace nb = nanobind;
 

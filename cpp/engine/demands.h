@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "propagators.h"
+#include "engine/propagators.h"
 
 namespace slcore {
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "index.h"
-#include "propagators.h"
+#include "engine/index.h"
+#include "engine/propagators.h"
 
 namespace slcore {
 
