@@ -1,47 +1,28 @@
 // The rewrite's copies in the core: create each ``mhlo.copy``, insert it where
 // the rewrite says, and point the consumers it serves at it, through MLIR's C
-// API (mlir_capi.h).
-//
-// Made through the bindings, a copy cost an insertion point, the op's and its
-// result's Python objects, one object per consumer op and one operand
-// assignment per edge (~12 us per copy; 3,584 copies at L=256).  Here the
-// rewrite hands the copies that need nothing but that (rewrite._CopyBatch) as
-// columns, and the core does what ``ir.Operation.create(..., ip=...)`` and
-// ``op.operands[n] = copy`` do, in the same order, so the module comes out the
-// same op for op: the golden comparison (tests/golden) checks it byte for byte.
+// API (mlir/rewrite_ops.h, which does the work; here the columns are read
+// from Python, in place).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "bindings/python_handles.h"
 #include "mlir/mlir_capi.h"
+#include "mlir/rewrite_ops.h"
 
 namespace nb = nanobind;
 
 namespace slcore_python {
 namespace {
 
-// Where a copy goes, as the bindings' insertion points put it.
-enum Anchor : int8_t {
-  kAfterOp = 0,       // InsertionPoint.after(op): before the op that follows it
-  kBeforeOp = 1,      // InsertionPoint(op)
-  kEndOfBlock = 2,    // InsertionPoint(block): the block has no op yet
-};
-
-void* as_pointer(int64_t p) { return reinterpret_cast<void*>(static_cast<uintptr_t>(p)); }
-
-void** malloc_copy(void* const* items, size_t n) {
-  auto** out = static_cast<void**>(std::malloc(n * sizeof(void*)));
-  if (out != nullptr) std::memcpy(out, items, n * sizeof(void*));
-  return out;
+template <class T>
+slcore::Column<T> in_place(const ArrayView<T>& view) {
+  return slcore::Column<T>{view.data(), view.size()};
 }
 
 }  // namespace
@@ -66,100 +47,33 @@ void bind_rewrite_copies(nb::module_& m) {
             starts(edge_start, 'i', "insert_copies edge_start"),
             edge_operand(edge_operands, 'i', "insert_copies edge_operands");
         const ArrayView<int8_t> kind(anchor_kinds, 'b', "insert_copies anchor_kinds");
-        const size_t n = src_op.size(), width = attribute_names.size();
+        const size_t n = src_op.size();
         const bool named = !location_names.is_none();
         if (named && (!PyList_Check(location_names.ptr()) ||
                       static_cast<size_t>(PyList_GET_SIZE(location_names.ptr())) != n)) {
           throw std::invalid_argument("insert_copies: location_names is a list of one name per copy, or None");
         }
-        if (src_index.size() != n || src_value.size() != n || kind.size() != n || anchor.size() != n ||
-            consumer.size() != n || rows.size() != n || starts.size() != n + 1 || width == 0 ||
-            attribute_table.size() % width != 0 || edge_operand.size() != edge_op.size() ||
-            (n > 0 && static_cast<size_t>(starts[n]) != edge_op.size())) {
-          throw std::invalid_argument("insert_copies: the columns differ in length");
-        }
-        // Everything is checked before the module changes: a refusal leaves it as it was.
-        const size_t table_rows = attribute_table.size() / width;
-        for (size_t k = 0; k < n; ++k) {
-          const bool from_op = src_op[k] != 0;
-          if ((from_op ? src_index[k] < 0 : src_value[k] == 0) || anchor[k] == 0 || consumer[k] == 0 ||
-              kind[k] < kAfterOp || kind[k] > kEndOfBlock || rows[k] < 0 ||
-              static_cast<size_t>(rows[k]) >= table_rows || starts[k] < 0 || starts[k] > starts[k + 1]) {
-            throw std::invalid_argument("insert_copies: a copy's source, place, consumer or attributes out of range");
-          }
-          if (from_op && src_index[k] >= api->operation_num_results(as_pointer(src_op[k]))) {
-            throw std::invalid_argument("insert_copies: a source op has no result of that index");
-          }
-        }
-        for (size_t e = 0; e < edge_op.size(); ++e) {
-          if (edge_op[e] == 0 || edge_operand[e] < 0 ||
-              edge_operand[e] >= api->operation_num_operands(as_pointer(edge_op[e]))) {
-            throw std::invalid_argument("insert_copies: an edge's op has no operand of that index");
-          }
-        }
-        std::vector<void*> identifiers(width);
-        void* context = nullptr;
-        for (size_t k = 0; k < n; ++k) {
-          void* consumer_op = as_pointer(consumer[k]);
-          if (context == nullptr) {
-            context = api->operation_context(consumer_op);
-            for (size_t a = 0; a < width; ++a) {
-              identifiers[a] = api->identifier_get(
-                  context, slcore::MlirStringRefC{attribute_names[a].data(), attribute_names[a].size()});
-            }
-          }
-          void* source = src_op[k] != 0 ? api->operation_result(as_pointer(src_op[k]), src_index[k])
-                                        : as_pointer(src_value[k]);
-          void* type = api->value_type(source);
-          // The copy takes its first consumer's location, under the copy's name where it has one.
-          void* location = api->operation_location(consumer_op);
-          if (named) {
+        slcore::CopyRows copies;
+        copies.source_ops = in_place(src_op);
+        copies.source_indices = in_place(src_index);
+        copies.source_values = in_place(src_value);
+        copies.anchor_kinds = in_place(kind);
+        copies.anchors = in_place(anchor);
+        copies.consumers = in_place(consumer);
+        copies.attribute_rows = in_place(rows);
+        copies.edge_start = in_place(starts);
+        copies.edge_ops = in_place(edge_op);
+        copies.edge_operands = in_place(edge_operand);
+        slcore::CopyName name;
+        if (named) {
+          name = [&location_names](size_t k) {
             Py_ssize_t size = 0;
             const char* text = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(location_names.ptr(), k), &size);
             if (text == nullptr) throw nb::python_error();
-            location = api->location_name_get(context, slcore::MlirStringRefC{text, static_cast<size_t>(size)},
-                                              location);
-          }
-          // mlirOperationCreate frees the state's arrays (its mlirOperationStateAdd* functions
-          // malloc them), so they are malloc'ed here too.
-          slcore::MlirOperationStateC state{};
-          state.name = {op_name.data(), op_name.size()};
-          state.location = location;
-          state.n_results = 1;
-          state.results = malloc_copy(&type, 1);
-          state.n_operands = 1;
-          state.operands = malloc_copy(&source, 1);
-          state.n_attributes = static_cast<intptr_t>(width);
-          state.attributes =
-              static_cast<slcore::MlirNamedAttributeC*>(std::malloc(width * sizeof(slcore::MlirNamedAttributeC)));
-          if (state.results == nullptr || state.operands == nullptr || state.attributes == nullptr) {
-            std::free(state.results);
-            std::free(state.operands);
-            std::free(state.attributes);
-            throw std::bad_alloc();
-          }
-          for (size_t a = 0; a < width; ++a) {
-            state.attributes[a] = {identifiers[a], reinterpret_cast<void*>(attribute_table[rows[k] * width + a])};
-          }
-          void* copy = api->operation_create(&state);
-          if (copy == nullptr) throw std::runtime_error("insert_copies: MLIR did not create " + op_name);
-          void* at = as_pointer(anchor[k]);
-          switch (kind[k]) {
-            case kAfterOp:
-              api->block_insert_before(api->operation_block(at), api->operation_next_in_block(at), copy);
-              break;
-            case kBeforeOp:
-              api->block_insert_before(api->operation_block(at), at, copy);
-              break;
-            default:
-              api->block_insert_before(at, nullptr, copy);  // a null reference: at the block's end
-          }
-          void* result = api->operation_result(copy, 0);
-          for (int32_t e = starts[k]; e < starts[k + 1]; ++e) {
-            api->operation_set_operand(as_pointer(edge_op[e]), edge_operand[e], result);
-          }
+            return slcore::MlirStringRefC{text, static_cast<size_t>(size)};
+          };
         }
-        return n;
+        return slcore::insert_copies(*api, op_name, copies, attribute_names, attribute_table, name);
       },
       nb::arg("library"), nb::arg("op_name"), nb::arg("source_ops"), nb::arg("source_indices"),
       nb::arg("source_values"), nb::arg("anchor_kinds"), nb::arg("anchors"), nb::arg("consumers"),

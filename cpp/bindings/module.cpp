@@ -25,6 +25,7 @@
 #include "engine/propagators.h"
 #include "engine/reshape.h"
 #include "mlir/mlir_capi.h"
+#include "mlir/rewrite_ops.h"
 
 namespace nb = nanobind;
 
@@ -233,30 +234,14 @@ NB_MODULE(_core, m) {
       "set_attribute_pairs",
       [](nb::handle op_column, nb::handle pair_column, const std::string& first, const std::string& second,
          const std::vector<uintptr_t>& firsts, const std::vector<uintptr_t>& seconds, const std::string& library) {
-        // Op k of op_column (a C API pointer, the import walk's identity) gets
-        // attribute ``first`` = firsts[p] then ``second`` = seconds[p], p being
-        // pair_column[k]: what ``op.attributes[name] = attr`` does, twice, for
-        // every op in one call.  The attributes are the bindings' own (their
-        // _CAPIPtr pointers), which the caller keeps alive.
+        // Op k of op_column gets attribute ``first`` = firsts[p] then ``second`` = seconds[p],
+        // p being pair_column[k] (mlir/rewrite_ops.h).
         std::string why;
         const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
         if (api == nullptr) throw std::runtime_error("set_attribute_pairs: " + why);
         const std::vector<int64_t> ops = column<int64_t>(op_column, 'q', "set_attribute_pairs ops");
         const Ids pairs = ids(pair_column, "set_attribute_pairs pairs");
-        if (pairs.size() != ops.size() || firsts.size() != seconds.size()) {
-          throw std::invalid_argument("set_attribute_pairs: the columns differ in length");
-        }
-        for (size_t k = 0; k < ops.size(); ++k) {
-          if (ops[k] == 0 || pairs[k] < 0 || static_cast<size_t>(pairs[k]) >= firsts.size()) {
-            throw std::invalid_argument("set_attribute_pairs: an op or a pair out of range");
-          }
-        }
-        const slcore::MlirStringRefC a{first.data(), first.size()}, b{second.data(), second.size()};
-        for (size_t k = 0; k < ops.size(); ++k) {
-          void* op = reinterpret_cast<void*>(static_cast<uintptr_t>(ops[k]));
-          api->operation_set_attribute(op, a, reinterpret_cast<void*>(firsts[pairs[k]]));
-          api->operation_set_attribute(op, b, reinterpret_cast<void*>(seconds[pairs[k]]));
-        }
+        slcore::set_attribute_pairs(*api, ops, pairs, first, second, firsts, seconds);
       },
       "Sets two attributes on each op of a column from a table of attribute pairs (the rewrite's layouts).");
   m.def(

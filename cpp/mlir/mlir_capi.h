@@ -71,7 +71,7 @@ struct MlirCApi {
   MlirStringRefC (*identifier_str)(void* identifier) = nullptr;
   // An op's attribute of that name (the bindings' ``op.attributes[name]``); null when it has none.
   void* (*operation_attribute)(void* op, MlirStringRefC name) = nullptr;
-  // What the rewrite's copies need (rewrite_copies.cpp): the bindings'
+  // What the rewrite's copies need (rewrite_ops.cpp): the bindings'
   // Operation.create, an insertion point's insert, ``op.operands[n] = v``.
   void* (*operation_create)(MlirOperationStateC* state) = nullptr;
   void* (*operation_block)(void* op) = nullptr;
