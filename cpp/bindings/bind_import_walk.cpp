@@ -28,6 +28,7 @@
 #include <utility>
 #include <vector>
 
+#include "bindings/bind.h"
 #include "bindings/python_handles.h"
 #include "mlir/mlir_capi.h"
 

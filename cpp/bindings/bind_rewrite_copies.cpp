@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/bind.h"
 #include "bindings/python_handles.h"
 #include "mlir/mlir_capi.h"
 #include "mlir/rewrite_ops.h"

@@ -8,14 +8,23 @@
 // Python loop over every row (~30 ms at L=256); this is the same loop over
 // the same columns.  Pairs are told apart as the Python dict did, by the
 // element's and the layout's equality, so they come out in the same order.
+// set_attribute_pairs then writes each op's pair through MLIR's C API
+// (mlir/rewrite_ops.h).
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "bindings/bind.h"
+#include "bindings/columns.h"
 #include "bindings/python_handles.h"
+#include "mlir/mlir_capi.h"
+#include "mlir/rewrite_ops.h"
 
 namespace nb = nanobind;
 
@@ -118,6 +127,20 @@ void bind_rewrite_rows(nb::module_& m) {
       nb::arg("comp"), nb::arg("op"), nb::arg("skip_comp"), nb::arg("root"), nb::arg("element"), nb::arg("layouts"),
       "The ops whose one result is an array, as (instruction ids, their `present` entries, their pair rows: "
       "int32 / int64 / int32 bytes; per pair row the first value that takes it; the other ops to write).");
+  m.def(
+      "set_attribute_pairs",
+      [](nb::handle op_column, nb::handle pair_column, const std::string& first, const std::string& second,
+         const std::vector<uintptr_t>& firsts, const std::vector<uintptr_t>& seconds, const std::string& library) {
+        // Op k of op_column gets attribute ``first`` = firsts[p] then ``second`` = seconds[p],
+        // p being pair_column[k] (mlir/rewrite_ops.h).
+        std::string why;
+        const slcore::MlirCApi* api = slcore::find_mlir_capi(library, why);
+        if (api == nullptr) throw std::runtime_error("set_attribute_pairs: " + why);
+        const std::vector<int64_t> ops = column<int64_t>(op_column, 'q', "set_attribute_pairs ops");
+        const Ids pairs = ids(pair_column, "set_attribute_pairs pairs");
+        slcore::set_attribute_pairs(*api, ops, pairs, first, second, firsts, seconds);
+      },
+      "Sets two attributes on each op of a column from a table of attribute pairs (the rewrite's layouts).");
 }
 
 }  // namespace slcore_python

@@ -65,13 +65,4 @@ class ArrayView {
   Py_buffer view_;
 };
 
-// Registers the import walk's functions (import_walk.cpp) on the module.
-void bind_import_walk(nanobind::module_& m);
-
-// Registers the rewrite's scan of the graph's columns (rewrite_rows.cpp).
-void bind_rewrite_rows(nanobind::module_& m);
-
-// Registers the rewrite's copies made through the C API (rewrite_copies.cpp).
-void bind_rewrite_copies(nanobind::module_& m);
-
 }  // namespace slcore_python
