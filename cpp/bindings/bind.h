@@ -7,7 +7,7 @@
 
 namespace slcore_python {
 
-struct Core;  // the object behind _core.Engine (core_objects.h)
+struct NB_HIDDEN Core;  // the object behind _core.Engine (core_objects.h)
 
 // bind_mlir.cpp: capsules (the bindings' _CAPIPtr) and finding MLIR's C API.
 void bind_mlir(nanobind::module_& m);

@@ -21,15 +21,18 @@
 
 namespace slcore_python {
 
+// Hidden, as nanobind's own types are (their objects are fields here); several
+// of the module's files share them, so they cannot be in an anonymous namespace.
+
 // One Program per engine run, put in order from the columns the importer
 // collected as it walked the module (graph.py's Columns).
-struct Index : slcore::Walked {
+struct NB_HIDDEN Index : slcore::Walked {
   Ids rule_of;  // per instruction, its rule's number among the distinct rules
 };
 
 // The target's derivations, called back in Python: ``(instr, n, layout[, result])``
 // to None or (layout id, rule name id); the rule's own to None or a layout id.
-class PyDeriver : public slcore::Deriver {
+class NB_HIDDEN PyDeriver : public slcore::Deriver {
  public:
   PyDeriver(nb::object back, nb::object fwd, nb::object rule)
       : back_(std::move(back)), fwd_(std::move(fwd)), rule_(std::move(rule)) {}
@@ -60,7 +63,7 @@ class PyDeriver : public slcore::Deriver {
 
 // The engine and the deriver it calls back through.
 // The engine, the deriver it calls back through, and the targets' plans (made once per run).
-struct Core {
+struct NB_HIDDEN Core {
   std::unique_ptr<PyDeriver> deriver;
   std::unique_ptr<slcore::Engine> e;
   std::vector<slcore::Plan> plans;
