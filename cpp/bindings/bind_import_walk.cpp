@@ -1,5 +1,5 @@
 // The import walk's half in the core: it reads blocks through MLIR's C API
-// (mlir_capi.h) and writes the rows of the ops that need no Python.
+// (mlir/mlir_capi.h) and writes the rows of the ops that need no Python.
 //
 // Most ops of a large module (elementwise arithmetic, reshapes, dots,
 // transposes, broadcasts) become one instruction row and one value row that

@@ -20,7 +20,7 @@ namespace slcore {
 enum Kind : uint8_t { kNone = 0, kBuffer = 1, kOperand = 2, kResult = 3 };
 
 // The rules the core itself fires; Python's name table starts with these, in
-// this order (module.cpp hands them over as RULE_NAMES).
+// this order (bindings/bind_records.cpp hands them over as RULE_NAMES).
 enum Rule : int32_t {
   kNoName = 0,  // also the empty note
   kProducerLayout,
