@@ -99,7 +99,7 @@ def build_index(g: Graph, rules: RuleTable) -> _core.Index:
     )
 
 
-# The core's codes (cpp/facts.h): the HLO opcodes its propagators single out,
+# The core's codes (cpp/engine/facts.h): the HLO opcodes its propagators single out,
 # the op rule's answers as bits, and the kinds of instructions and computations.
 _HLO = {"while": 1, "reduce": 2, "all_reduce": 3, "concatenate": 4, "dynamic_update_slice": 5,
         "reshape": 6, "dynamic_slice": 7, "bitcast_convert": 8}

@@ -1,6 +1,6 @@
 """The compiled core's constraint store and provenance, as Python reads them.
 
-The core (``cpp/store.*``, ``cpp/provenance.*``) keeps constraints and their
+The core (``cpp/engine/store.*``, ``cpp/engine/provenance.*``) keeps constraints and their
 provenance records as flat arrays of integers: layouts and rule names are
 interned ids.  This module is the one place that translates: it interns
 layouts and names for the core, turns the ``Origin`` objects the driver and

@@ -168,7 +168,7 @@ class EngineState:
         no longer shifts of one another (see rounds._repeats)."""
         return self.core.weakened
 
-    # -- ordering (the core's order room: cpp/order.cpp) --------------------
+    # -- ordering (the core's order room: cpp/engine/order.cpp) --------------------
     def post_order(self, c: int) -> list[int]:
         """Instructions of computation ``c`` in XLA's post-order: operands first, left to right."""
         return self.index.post_order(c)
@@ -288,7 +288,7 @@ class EngineState:
                 raise PassError(f"internal: a demand of unknown kind {kind!r}")
 
     def _apply_plan(self, plan: DemandPlan) -> None:
-        """A target's plan for a computation, in one call to the core (``cpp/demands.h``).
+        """A target's plan for a computation, in one call to the core (``cpp/engine/demands.h``).
 
         The core keeps the plan from its first round on; each step's shared
         origin is a record the core makes on first use, as ``Records.record``

@@ -389,7 +389,7 @@ def _bindings_ops(block: ir.Block) -> Iterator[OpRow]:
 
 def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: list[int], scope: str) -> Iterator[OpRow]:
     """The ops of a block that ``walk`` (an ``OpWalk``) hands to the Python
-    walk; it writes the rest itself as it goes (``cpp/import_walk.cpp``)."""
+    walk; it writes the rest itself as it goes (``cpp/bindings/bind_import_walk.cpp``)."""
     next_op, capsule, after = walk.next_op, block._CAPIPtr, 0
     while (op := next_op(capsule, after, cid, comp_instrs, scope)) is not None:
         yield op
@@ -461,7 +461,7 @@ class _Importer:
         # The same, by a type's key (the C API's identity; the type itself in the bindings' walk).
         self.type_index: dict[Any, tuple[str, L.Dims, int, int]] = {} if self.by_identity else self.tensor_types
         # Through the C API the core writes the rows of the ops that need no
-        # Python (``cpp/import_walk.cpp``) and hands the walk the others.
+        # Python (``cpp/bindings/bind_import_walk.cpp``) and hands the walk the others.
         self.op_walk: Any = None
         if self.by_identity:
             self.h.op_ptrs = array("q")

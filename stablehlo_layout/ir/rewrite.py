@@ -136,7 +136,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
     skip = array("B", [comp.kind == "apply" for comp in g.comps])
     # The ops with one array result take one of a few hundred (xla_shape,
     # result_layout) pairs, by element, shape and layout: the core lists them
-    # with their pair rows (``cpp/rewrite_rows.cpp``), and where the import
+    # with their pair rows (``cpp/bindings/bind_rewrite_rows.cpp``), and where the import
     # read the ops' C API pointers it writes them in one more call (two
     # attributes each, as the bindings would set them, ~1.5 us per op
     # through the bindings).  The ops' objects are then made only for the
@@ -217,7 +217,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bo
 
 
 class _CopyBatch:
-    """Copies made by the core (``cpp/rewrite_copies.cpp``), a run of them per call.
+    """Copies made by the core (``cpp/mlir/rewrite_ops.cpp``), a run of them per call.
 
     A copy qualifies when what the bindings path would do for it is plain:
     its value is an op's result or a block argument the import read (no

@@ -8,7 +8,7 @@ Provenance: a constraint changes in place (as XLA's do), so what it *was*
 when it caused something else is kept in an immutable ``Origin`` — the
 rule that set it, what it set, and the ``Origin`` of the constraint it was
 derived from.  Following ``parent`` links walks from any decision back to
-its source, and the chain can never loop.  The core (cpp/provenance.*) keeps
+its source, and the chain can never loop.  The core (cpp/engine/provenance.*) keeps
 these as records; ``records.py`` builds the objects when they are read.
 """
 
@@ -24,7 +24,7 @@ GIVEN_PRIORITY = 3
 NUMBER_OF_ROUNDS = 2
 # XLA's overwrite rules (BufferLayoutConstraint::UpdateLayout, the operand
 # first-writer rule, the two-change history limit) live in the core's store,
-# cpp/store.cpp: the classes here are what Python reads back from it.
+# cpp/engine/store.cpp: the classes here are what Python reads back from it.
 
 BUFFER, OPERAND, RESULT = "buffer", "operand", "result"
 

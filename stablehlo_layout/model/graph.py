@@ -47,7 +47,7 @@ KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 # layouts; and the mark on the reshapes an XLA pass made (xla-cpu's late ones).
 CORE_ATTRIBUTES = frozenset({"perm", "dims", "dim", "aliases", "target", "infeed_layouts", "channel",
                              "operand_layouts", "xla_pass_created"})
-# The instruction kinds the core tells apart (cpp/facts.h, InstrKind); every op is 0.
+# The instruction kinds the core tells apart (cpp/engine/facts.h, InstrKind); every op is 0.
 INSTR_KIND = {"root": 1, "parameter": 2}
 
 
@@ -377,7 +377,7 @@ class Computation:
 class Columns:
     """The graph's values and instructions as flat columns, one row per id:
     what ``Value`` and ``Instruction`` views read, and what ``index.py``
-    hands the compiled core (``cpp/index.h``'s ``Walk`` says what each holds).
+    hands the compiled core (``cpp/engine/index.h``'s ``Walk`` says what each holds).
 
     The importer appends to them as it makes each value and instruction.
     Plain lists while it walks: a list's ``append`` is the cheapest call in

@@ -19,7 +19,7 @@ catch-all for every instruction that has no step of its own, in the order
 of XLA's instruction list, and a few codes (a kernel reading row-major, a
 column-major operand, a dimension made most major) for the rest.  Iterated,
 it is the ``Demand`` objects it stands for; the engine applies it in one call
-to the compiled core instead (``cpp/demands.h``), which is what keeps
+to the compiled core instead (``cpp/engine/demands.h``), which is what keeps
 XLA:CPU's backend demands off the per-instruction Python path.
 """
 
@@ -127,7 +127,7 @@ def _made(kind: DemandKind, target: int, operand: int, layout: Layout | None, la
 
 
 # What a plan step asks of its instruction; the numbers are the core's
-# (cpp/demands.h StepCode).  0 there is the catch-all, which needs no step.
+# (cpp/engine/demands.h StepCode).  0 there is the catch-all, which needs no step.
 NO_DEMAND = 1  # nothing (the instruction is also spared the catch-all)
 ROW_MAJOR_KERNEL = 2  # row-major result leaves (on_results), then row-major on every array operand
 ASCENDING_OPERAND = 3  # operand ``arg`` in ascending minor-to-major: a column-major matrix

@@ -7,17 +7,17 @@
 #include <string>
 #include <vector>
 
-#include "computation.h"
-#include "demands.h"
-#include "facts.h"
-#include "index.h"
-#include "layouts.h"
-#include "mlir_capi.h"
-#include "order.h"
-#include "propagators.h"
-#include "provenance.h"
-#include "store.h"
-#include "worklist.h"
+#include "engine/computation.h"
+#include "engine/demands.h"
+#include "engine/facts.h"
+#include "engine/index.h"
+#include "engine/layouts.h"
+#include "engine/order.h"
+#include "engine/propagators.h"
+#include "engine/provenance.h"
+#include "engine/store.h"
+#include "engine/worklist.h"
+#include "mlir/mlir_capi.h"
 
 using slcore::Program;
 using Ids = std::vector<int32_t>;

@@ -1,7 +1,7 @@
 """XLA:CPU's plan (demands.DemandPlan): applied by the core in one call, it is the Demands it stands for.
 
 The plan reaches the engine two ways: as itself (``XlaCpuTarget``; the core
-applies it, ``cpp/demands.cpp``) and iterated, as the ``Demand`` objects a
+applies it, ``cpp/engine/demands.cpp``) and iterated, as the ``Demand`` objects a
 target that passes XLA:CPU's demands on hands over one at a time (the engine's
 Python applier).  Both must leave the same constraints with the same
 provenance in every round, so every fact explain and trace read is compared,

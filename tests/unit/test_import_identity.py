@@ -1,4 +1,4 @@
-"""The import walk reads a block's values by the C API's identities (``cpp/mlir_capi.*``).
+"""The import walk reads a block's values by the C API's identities (``cpp/mlir/mlir_capi.*``).
 
 jaxlib builds MLIR's C API into its library without exporting it; the core
 finds the functions in the library's symbol table and reads each block's
@@ -283,7 +283,7 @@ def test_a_location_read_by_pointer_outlives_its_module():
 
 
 def test_annotation_rows_groups_the_single_array_ops_by_pair():
-    # The rewrite's scan (cpp/rewrite_rows.cpp): every op with one array
+    # The rewrite's scan (cpp/bindings/bind_rewrite_rows.cpp): every op with one array
     # result, by (element, shape, layout) in first-seen order; the while
     # (two results) is left to Python, the reducer's scalar body skipped.
     from stablehlo_layout.frontends.api import assign_module
@@ -332,7 +332,7 @@ func.func @main(%x: tensor<4x2xf32>, %n: tensor<i32>) -> (tensor<4x2xf32>, tenso
 
 
 def test_value_ids_is_a_table_of_pointers_to_ids():
-    # The import walk's table of values by C API pointer (cpp/import_walk.cpp):
+    # The import walk's table of values by C API pointer (cpp/bindings/bind_import_walk.cpp):
     # a dict's answers, through every growth of the table.
     ids = _core.ValueIds()
     want = {}

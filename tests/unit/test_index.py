@@ -1,7 +1,7 @@
 """The core's program is the graph: the importer's columns, put in order, say what the Python objects say.
 
 The importer fills flat columns as it walks (``graph.Columns``) and the core
-puts them in its rows (``cpp/index.cpp``, ``from_walk``): results from the
+puts them in its rows (``cpp/engine/index.cpp``, ``from_walk``): results from the
 values, a computation's instructions from the instructions, uses from the
 operands and captures.  Each derivation rests on an order the walk keeps;
 these tests compare every row with the Graph's own objects over the inputs

@@ -1,4 +1,4 @@
-"""The rewrite's copies made by the core (``cpp/rewrite_copies.cpp``, ``rewrite._CopyBatch``).
+"""The rewrite's copies made by the core (``cpp/mlir/rewrite_ops.cpp``, ``rewrite._CopyBatch``).
 
 Where the import read the ops' C API pointers, the copies whose value, place
 and consumers are plain go to the core in batches; the rest are made
