@@ -24,7 +24,10 @@ nothing here imports jax or libtpu until a compile is asked for.
 out_dir)`` compiles one ``programs.Program`` (or ``models.ModelProgram``) and
 keeps ``before.txt`` / ``after.txt`` (as ``oracle.run_oracle`` does for XLA:CPU)
 plus the three target files and ``meta.json``; ``run_tpu_oracle_text(text,
-generation, out_dir)`` does the same for a StableHLO module's text.
+generation, out_dir)`` does the same for a StableHLO module's text.  libtpu
+may abort the process in a pass after layout assignment (a ``Check failed``
+deviceless); the dumps are written by then, and ``recover_tpu_oracle(out_dir,
+why)``, called by whoever ran the dead process, keeps them.
 ``program_dir`` keys a dump cache by the oracle's version and the jax / libtpu
 versions.
 
@@ -283,6 +286,49 @@ def _new_result(generation: str, program: dict[str, Any]) -> TpuOracleResult:
                            generation=generation_label(generation), topology=topology_name(generation))
 
 
+DUMP_FOLDER = "xla_dump"  # XLA's dump folder, inside out_dir while a compile runs
+
+
+def _start(res: TpuOracleResult, out_dir: str) -> str:
+    """Mark ``out_dir`` as compiling and make XLA's dump folder inside it (see ``recover_tpu_oracle``)."""
+    import json
+
+    os.makedirs(out_dir, exist_ok=True)
+    dump = os.path.join(out_dir, DUMP_FOLDER)
+    shutil.rmtree(dump, ignore_errors=True)
+    os.makedirs(dump)
+    with open(os.path.join(out_dir, "meta.json"), "w") as f:
+        json.dump({**res.to_json(), "status": "compiling"}, f, indent=1)
+    return dump
+
+
+def recover_tpu_oracle(out_dir: str, why: str) -> TpuOracleResult | None:
+    """The result of a compile whose process died (``why``: e.g. libtpu's ``Check failed`` line).
+
+    libtpu CHECK-fails (aborting the process) in some passes long after layout
+    assignment when compiling deviceless; its layout-assignment dumps are
+    complete by then and still in ``out_dir``.  This keeps them as
+    ``run_tpu_oracle`` would have, with ``why`` as the late error.  None when
+    ``out_dir`` holds no compile that died.  Imports neither jax nor libtpu.
+    """
+    import json
+
+    meta, dump = os.path.join(out_dir, "meta.json"), os.path.join(out_dir, DUMP_FOLDER)
+    try:
+        with open(meta) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if d.get("status") != "compiling" or not os.path.isdir(dump):
+        return None
+    res = TpuOracleResult("skipped", program=d.get("program", {}), generation=d.get("generation", ""),
+                          topology=d.get("topology", ""))
+    res.jax_error = f"the compiling process died after layout assignment: {why}"[:400]
+    keep_tpu_dumps(res, dump, res.program.get("name", ""), out_dir)
+    finish(res, time.perf_counter(), dump, out_dir)
+    return res
+
+
 def run_tpu_oracle(program: Any, generation: str, out_dir: str) -> TpuOracleResult:
     """Compile ``program`` for ``generation`` deviceless; keep the dumps and target files in ``out_dir``.
 
@@ -292,10 +338,9 @@ def run_tpu_oracle(program: Any, generation: str, out_dir: str) -> TpuOracleResu
     """
     from .gpu_oracle import formats_for  # backend-neutral: pins as jit shardings on a device
 
-    os.makedirs(out_dir, exist_ok=True)
     res = _new_result(generation, program.describe())
     start = time.perf_counter()
-    dump = tempfile.mkdtemp(prefix="xla_tpu_dump_", dir=os.environ.get("DIFFERENTIAL_TMP"))
+    dump = _start(res, out_dir)
     try:
         try:
             device = tpu_device(generation)
@@ -343,11 +388,10 @@ def compile_module_text(text: str, generation: str, dump_dir: str) -> str:
 
 def run_tpu_oracle_text(text: str, generation: str, out_dir: str, name: str = "module") -> TpuOracleResult:
     """``run_tpu_oracle`` for a StableHLO module given as MLIR text (``name`` names it in meta.json)."""
-    os.makedirs(out_dir, exist_ok=True)
     res = _new_result(generation, {"name": name, "source": "stablehlo text",
                                    "sha1": hashlib.sha1(text.encode()).hexdigest()[:12]})
     start = time.perf_counter()
-    dump = tempfile.mkdtemp(prefix="xla_tpu_dump_", dir=os.environ.get("DIFFERENTIAL_TMP"))
+    dump = _start(res, out_dir)
     try:
         try:
             res.jax_error = compile_module_text(text, generation, dump)
@@ -385,7 +429,7 @@ def run_tpu_oracle_cached(program: Any, generation: str, cache: str, ident: str 
     out_dir = program_dir(cache, generation, ident or program.name, programs_key)
     if not refresh:
         cached = load_cached(out_dir)
-        if cached is not None:
+        if cached is not None and cached.status != "compiling":  # "compiling": its process died
             return cached
     return run_tpu_oracle(program, generation, out_dir)
 
@@ -393,7 +437,7 @@ def run_tpu_oracle_cached(program: Any, generation: str, cache: str, ident: str 
 # -- self-test -------------------------------------------------------------------------------
 
 @dataclass
-class _Named:
+class NamedProgram:
     """The smallest program ``run_tpu_oracle`` takes: a function, its argument structs, no layout pins."""
 
     name: str
@@ -410,7 +454,7 @@ class _Named:
                 [list(s) if isinstance(s, tuple) else s for s in self.out_layouts]}
 
 
-def self_test_program() -> _Named:
+def self_test_program() -> NamedProgram:
     """``sin(a @ b.T)`` with ``a`` pinned row-major: a dot, a transpose and a pinned parameter."""
     import jax
     import jax.numpy as jnp
@@ -419,7 +463,7 @@ def self_test_program() -> _Named:
         return jnp.sin(a @ b.T)
 
     args = [jax.ShapeDtypeStruct((256, 512), jnp.bfloat16), jax.ShapeDtypeStruct((384, 512), jnp.bfloat16)]
-    return _Named("self_test", self_test, args, [(0, 1), None], None)
+    return NamedProgram("self_test", self_test, args, [(0, 1), None], None)
 
 
 def _first_line(path: str | None, pattern: str) -> str:
