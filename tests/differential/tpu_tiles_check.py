@@ -18,7 +18,9 @@ nor libtpu.  Per generation it reports:
 * the copies layout assignment added (in AFTER, not in BEFORE), and how many of
   them change only the tiles;
 * entry parameters whose ``parameter`` instruction carries other tiles than the
-  entry layout states.
+  entry layout states;
+* across generations: for each program and pair of generations whose BEFORE
+  modules are the same (metadata aside), whether the AFTER modules are too.
 
 The layout grammar (``parse_layout``) is what XLA:TPU prints: ``{`` minor_to_major
 ``:`` fields ``}``, the fields ``T(a,b)`` (one or more tiles), ``E(bits)``,
@@ -285,7 +287,8 @@ def _tiles_text(tiles: tuple[Tile, ...] | None) -> str:
 
 
 def check_generation(folder: str) -> dict[str, object]:
-    inst, entry, default, unknown = Tally(), Tally(), Tally(), Counter()
+    inst, entry, default, row_major, unknown = Tally(), Tally(), Tally(), Tally(), Counter()
+    fields = Counter()
     copies = tiling_only = 0
     tiling_only_lines: list[str] = []
     param_mismatch: list[str] = []
@@ -297,6 +300,9 @@ def check_generation(folder: str) -> dict[str, object]:
             if a.layout is None:
                 continue
             unknown.update(a.layout.unknown)
+            fields.update(["T"] if a.layout.tiles else [])
+            fields.update(["E"] if a.layout.element_bits is not None else [])
+            fields.update(["S"] if a.layout.memory_space is not None else [])
             want = instruction_tiles(a.element, a.dims, a.layout.minor_to_major)
             inst.add(want == a.layout.tiles, f"{prog}: {a.where} ({a.opcode}) {a.element}{list(a.dims)}"
                                              f"{a.layout} | rule {_tiles_text(want)}")
@@ -311,6 +317,7 @@ def check_generation(folder: str) -> dict[str, object]:
                 if a.layout is None or len(a.dims) < 2 or k >= len(modes) or modes[k] != "default":
                     continue
                 want_m2m = default_entry_layout(a.element, a.dims)
+                row_major.add(a.layout.minor_to_major == tuple(range(len(a.dims) - 1, -1, -1)), "")
                 default.add(want_m2m == a.layout.minor_to_major,
                             f"{prog}: {a.where} {a.element}{list(a.dims)}{a.layout} | rule "
                             f"{{{','.join(map(str, want_m2m or ()))}}}")
@@ -330,8 +337,33 @@ def check_generation(folder: str) -> dict[str, object]:
                 param_mismatch.append(f"{prog}: entry param {i} {a.element}{list(a.dims)}{a.layout} | "
                                       f"parameter instruction {p.layout}")
     return {"programs": len(programs), "instruction": inst, "entry": entry, "default": default,
+            "row_major": row_major, "fields": fields,
             "unknown_fields": unknown, "copies": copies, "tiling_only": tiling_only,
             "tiling_only_lines": tiling_only_lines, "param_mismatch": param_mismatch}
+
+
+def _module_text(path: str) -> str:
+    """The module without metadata, source tables and the module-name line (what two generations may share)."""
+    with open(path) as f:
+        text = strip_attribute(f.read(), "metadata")
+    return "\n".join(x for x in text.split("\n") if x.startswith((" ", "ENTRY", "%", "}")))
+
+
+def across_generations(dumps: str, gens: list[str]) -> tuple[tuple[int, int], int]:
+    """((pairs whose BEFORE and AFTER agree, pairs whose BEFORE agrees but AFTER does not), pairs whose BEFORE differs)."""
+    agree = disagree = differ = 0
+    for g1, g2 in itertools.combinations(gens, 2):
+        for prog in sorted(os.listdir(os.path.join(dumps, g1))):
+            p1, p2 = os.path.join(dumps, g1, prog), os.path.join(dumps, g2, prog)
+            if not (os.path.isfile(os.path.join(p1, "after.txt")) and os.path.isfile(os.path.join(p2, "after.txt"))):
+                continue
+            if _module_text(os.path.join(p1, "before.txt")) != _module_text(os.path.join(p2, "before.txt")):
+                differ += 1
+            elif _module_text(os.path.join(p1, "after.txt")) == _module_text(os.path.join(p2, "after.txt")):
+                agree += 1
+            else:
+                disagree += 1
+    return (agree, disagree), differ
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -356,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {label}: {t.line()}")  # type: ignore[attr-defined]
             for miss in t.misses[:a.show]:  # type: ignore[attr-defined]
                 print(f"      miss {miss}")
+        print(f"  of those default entry layouts, row-major: {r['row_major'].line()}")  # type: ignore[attr-defined]
+        print(f"  layout fields on instruction arrays: {dict(r['fields'])}")
         print(f"  copies added by layout assignment: {r['copies']}, of which change only the tiles: "
               f"{r['tiling_only']}")
         for line in r["tiling_only_lines"][:a.show]:  # type: ignore[index]
@@ -366,6 +400,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"      {line}")
         if r["unknown_fields"]:
             print(f"  layout fields not parsed: {dict(r['unknown_fields'])}")
+    same, differ = across_generations(a.dumps, gens)
+    print(f"== across generations: program pairs with the same BEFORE module (metadata aside): {same[0] + same[1]}, "
+          f"of which the AFTER modules are the same too: {same[0]}; pairs whose BEFORE differs: {differ}")
     return 0
 
 
