@@ -517,7 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         for label, path in (("BEFORE", res.before), ("AFTER", res.after), *sorted(res.target_files.items())):
             print(f"    {label:22s} {path}")
         chip = _first_line(res.target_files.get("target_arguments.txt"), r"version:")
-        print(f"    target: {chip}   entry: {_first_line(res.after, r'^HloModule').split('entry_computation_layout=')[-1][:110]}")
+        entry = _first_line(res.after, r"^HloModule").split("entry_computation_layout=")[-1]
+        print(f"    target: {chip}   entry: {entry[:110]}")
     return 1 if failed else 0
 
 

@@ -90,7 +90,8 @@ def programs():  # noqa: C901  (a table of small programs)
 
     def net_grad(dn):
         c = conv(dn)
-        loss = lambda x, w1, w2: jnp.sum(c(jax.nn.relu(c(x, w1)), w2).astype(f32) ** 2)
+        def loss(x, w1, w2):
+            return jnp.sum(c(jax.nn.relu(c(x, w1)), w2).astype(f32) ** 2)
         return jax.grad(loss, argnums=(0, 1, 2))
 
     def attention(q, k, v):  # [batch, time, heads, head_dim], as flax writes it
