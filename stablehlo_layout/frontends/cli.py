@@ -43,8 +43,9 @@ def _common(a: argparse.ArgumentParser) -> None:
                         "several files, a glob or an XLA dump folder give one report per module")
     from stablehlo_layout.targets import TARGET_NAMES
 
-    a.add_argument("--target", default="generic",
-                   help=f"backend rules: {', '.join(TARGET_NAMES)} (default: generic)")
+    a.add_argument("--target", default=None,
+                   help=f"backend rules: {', '.join(TARGET_NAMES)} (default: the backend an XLA dump was "
+                        "written by, from its file name and the files beside it; generic for StableHLO)")
     a.add_argument("--gpu", default=None, metavar="NAME|FILE",
                    help="with --target xla-gpu: the GPU XLA compiles for, one of XLA's target configs "
                         "(a100, b200, h100, h200, v100) or a GpuTargetConfigProto text file (default: h100)")
@@ -169,7 +170,10 @@ def _read(args: argparse.Namespace, ctx, platforms=None):
         from stablehlo_layout.frontends.jax import read_input_or_reference
 
         return read_input_or_reference(args.input, args.arg, ctx, platforms)
-    return mlir.read_input(args.input, ctx)
+    module = mlir.read_input(args.input, ctx)
+    if getattr(args, "refused", None) is not None:
+        raise args.refused
+    return module
 
 
 def _read_program(args: argparse.Namespace, ctx, target):
@@ -280,21 +284,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _on_deep_stack(lambda: _dispatch_inputs(args))
 
 
-# XLA names them module_0000.jit_f.0011.cpu-compile.after_x.before_layout-assignment.txt;
-# a dump renamed to the bare suffix (as examples/xla_dump/ holds it) counts too.
-_DUMP_SUFFIX = "before_layout-assignment.txt"
-
-
 def _expand_inputs(inputs: list[str]) -> list[str]:
     """Files named, globs the shell left alone, and XLA dump folders' before dumps, in order."""
     import glob
 
+    from stablehlo_layout.xla.dump_files import BEFORE_SUFFIX, folder_without_before_dumps
+
     out: list[str] = []
     for item in inputs:
         if item != "-" and os.path.isdir(item):
-            dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + _DUMP_SUFFIX)))
+            # XLA names them module_0000.jit_f.0000.<pipeline>.after_x.before_layout-assignment.txt;
+            # a dump renamed to the bare suffix (as examples/xla_dump/ holds it) counts too.
+            dumps = sorted(glob.glob(os.path.join(glob.escape(item), "*" + BEFORE_SUFFIX)))
             if not dumps:
-                raise InputError(item, f"is a directory without XLA dumps (*{_DUMP_SUFFIX})")
+                raise InputError(item, folder_without_before_dumps(item))
             out.extend(dumps)
         elif not os.path.exists(item) and glob.has_magic(item):
             found = sorted(glob.glob(item))
@@ -324,6 +327,7 @@ def module_name(path: str) -> str:
 
 
 def _dispatch_inputs(args: argparse.Namespace) -> int:
+    args.noted = set()  # the target notes said so far, shared by every input's namespace
     try:
         paths = _expand_inputs(args.inputs)
     except InputError as e:
@@ -404,8 +408,58 @@ def _reads_through_jax(path: str) -> bool:
         return False  # reading it fails later, with the reason
 
 
+def _choose_target(args: argparse.Namespace) -> None:
+    """Refuse a dump file that is not layout assignment's input; then, without --target, the
+    backend an XLA dump names (said on stderr, once per finding), and generic for StableHLO,
+    which names none.  HLO text that names no backend is refused: generic's answer is no
+    backend's, and a dump's user asked for XLA's."""
+    from stablehlo_layout.xla import dump_files
+
+    path = args.input
+    if path != "-" and not args.arg:
+        reason = dump_files.wrong_file(path)
+        if reason:
+            raise InputError(path, reason)
+    if args.target is not None:
+        return
+    args.target = "generic"
+    if path == "-" or args.arg or not os.path.isfile(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16).decode("utf-8", "replace")
+    except OSError:
+        return  # reading it fails later, with the reason
+    found = dump_files.origin(path, head)
+    if found is None:
+        if re.match(r"\s*HloModule\b", head):
+            # Said once the module has parsed: a malformed module's own error comes first.
+            args.refused = InputError(path, "is an HLO module that names no XLA backend (neither its file name nor the "
+                                   "files beside it say which XLA wrote it): give --target xla-cpu, "
+                                   "--target xla-gpu with --gpu NAME|FILE, or --target generic")
+        return
+    from stablehlo_layout.targets import TARGET_NAMES
+
+    if found.target not in TARGET_NAMES:
+        raise InputError(path, f"is an {found.evidence}: that backend is not supported yet; give --target "
+                               "to lay it out as another backend would")
+    chosen = f"--target {found.target}"
+    if found.target == "xla-gpu" and args.gpu is None:
+        if found.gpu is None:
+            raise InputError(path, f"is an {found.evidence}, and no file beside it names its GPU: "
+                                   "give --gpu NAME|FILE (a shipped GPU or XLA's gpu_target_config.pbtxt)")
+        args.gpu = found.gpu
+        chosen += f" --gpu {found.gpu}"
+    args.target = found.target
+    note = f"note: {found.evidence}: laid out as {chosen} (give --target to choose another)"
+    if note not in args.noted:
+        args.noted.add(note)
+        print(note, file=sys.stderr)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        _choose_target(args)
         _refuse_output_onto_input(args)
         if getattr(args, "as_compiled", False):
             from stablehlo_layout.xla import pipeline as xla_compile

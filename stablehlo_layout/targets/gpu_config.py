@@ -113,8 +113,12 @@ def model_from_text(text: str, path: str, name: str) -> GpuModel:
         raise InputError(path, f"platform_name {platform_name.value!r} does not match the "
                                f"{platform.upper()} compute capability", platform_name.line)
     dnn_msg = _field(root, "dnn_version_info", dict, path)
-    dnn = (0, 0, 0) if dnn_msg is None else (
-        _int(dnn_msg.value, "major", path), _int(dnn_msg.value, "minor", path), _int(dnn_msg.value, "patch", path))
+    if dnn_msg is not None:
+        dnn = (_int(dnn_msg.value, "major", path), _int(dnn_msg.value, "minor", path), _int(dnn_msg.value, "patch", path))
+    else:  # XLA 0.12 writes its configs with the version in the device description only
+        written = _field(info.value, "dnn_version", str, path)
+        parts = written.value.split(".") if written is not None else []
+        dnn = tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else (0, 0, 0)
     found = _field(root, "device_description_str", str, path)
     return GpuModel(name, found.value if found is not None else "", platform, cc, dnn, arch, text)
 
