@@ -99,7 +99,7 @@ def broadcast_operand(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> 
     return L.broadcast_operand_layout(out, ins.attrs["dims"])
 
 
-def reduce_operand(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> L.Layout | None:
+def reduce_operand(g: "Graph", ins: "Instruction", n: int, out: L.Layout) -> L.Layout:
     """GPU's reduce heuristic: reduced dims most minor (only used when a target enables it)."""
     rank = g.values[ins.operands[n]].rank
     return L.reduce_operand_layout(out, ins.attrs["dims"], rank)
