@@ -155,9 +155,9 @@ class ComputationSteps:
             for iid in channels:
                 channel = g.instrs[iid].attrs["channel"]
                 if channel not in self.channel_layouts:
-                    lay = e.layout_of(e.leaves[iid][0])
-                    if lay is not None:
-                        self.channel_layouts[channel] = lay
+                    held = e.layout_of(e.leaves[iid][0])
+                    if held is not None:
+                        self.channel_layouts[channel] = held
 
     def _comp_plan(self, e: "EngineState", c: int) -> tuple[list[int], list[int]]:
         """Per computation, the same every round: its buffers in the order the
@@ -217,7 +217,7 @@ class ComputationSteps:
         lid = e.records.lid
         chosen = [k for k, lay in enumerate(cl.params[:len(comp.params)]) if lay is not None]
         try:
-            seam.pin_parameters(e.core, [comp.params[k] for k in chosen], [lid(cl.params[k]) for k in chosen],
+            seam.pin_parameters(e.core, [comp.params[k] for k in chosen], [lid(cl.params[k]) for k in chosen],  # type: ignore[arg-type]  # chosen: not None
                                  [notes[k] for k in chosen],
                                  e.records.name("entry-parameter" if comp.is_entry else "computation-parameter"),
                                  e.current_priority)

@@ -87,10 +87,11 @@ def build_index(g: Graph, rules: RuleTable) -> _core.Index:
         reorder_start.append(len(reorder_users))
     kind_of_op = [INSTR_KIND.get(name, 0) for name in c.op_names]
     return _core.Index(
-        *map(_ids, (c.producer, c.element_owner, c.element_item, c.comp)),
+        _ids(c.producer), _ids(c.element_owner), _ids(c.element_item), _ids(c.comp),
         array("B", map(kind_of_op.__getitem__, c.op)),
         array("B", [r.hlo == "while" for r in rules.distinct]), _ids(rules.of),
-        *map(_ids, (c.op_start, c.op_items, c.callee_owner, c.callee_item, c.capture_owner, c.capture_item)),
+        _ids(c.op_start), _ids(c.op_items), _ids(c.callee_owner), _ids(c.callee_item),
+        _ids(c.capture_owner), _ids(c.capture_item),
         _ids(_field("root", comps)),
         array("B", [kind == "func" for kind in _field("kind", comps)]),
         *_rows(_field("params", comps)),
@@ -206,14 +207,15 @@ DemandError = _core.DemandError
 RULE_NAMES: tuple[str, ...] = tuple(_core.RULE_NAMES)
 
 
-def default_buffers(core: _core.Engine, order_key: Sequence[int], comps: list[int]) -> tuple[array, array]:
+def default_buffers(core: _core.Engine, order_key: Sequence[int], comps: list[int]) -> tuple[list[int], list[int]]:
     """Per computation, its buffers in the default loop's order (as start / items rows)."""
     return _core.default_buffers(core, order_key, comps)
 
 
-def pin_parameters(core: _core.Engine, params: list[int], layouts: list[int], *why: object) -> None:
+def pin_parameters(core: _core.Engine, params: list[int], layouts: list[int], notes: list[int], rule: int,
+                   priority: int) -> None:
     """Pin a computation's parameters to the interface's layouts (XLA's step 1), in one call."""
-    _core.pin_parameters(core, params, layouts, *why)
+    _core.pin_parameters(core, params, layouts, notes, rule, priority)
 
 
 def interface_of(core: _core.Engine, comp: int) -> tuple[list[int], list[int]]:
@@ -226,6 +228,7 @@ def layout_count(core: _core.Engine) -> int:
     return _core.layout_count(core)
 
 
-def lay_out_one_layout_run(core: _core.Engine, comps: list[int]) -> tuple[tuple, tuple]:
+def lay_out_one_layout_run(core: _core.Engine,
+                           comps: list[int]) -> tuple[tuple[list[int], list[int]], tuple[list[int], list[int]]]:
     """Lay out consecutive one-layout computations in one call; their interfaces come back."""
     return _core.lay_out_one_layout_run(core, comps)

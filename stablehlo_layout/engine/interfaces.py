@@ -337,7 +337,7 @@ class Interfaces:
             first: dict[int, tuple[int, int]] = {}  # captured buffer -> the branch parameter that lays it out
             for k in free_captures:
                 comp, number = captures[k]
-                buf = g.values[ins.captures[k]].buffer  # type: ignore[index]
+                buf = g.values[ins.captures[k]].buffer
                 lay = None if buf in unconstrained else e.layout_of(buf)
                 self.comp_layouts[comp].params[number] = lay
                 chosen = chosen or lay is not None

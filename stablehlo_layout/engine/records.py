@@ -85,18 +85,20 @@ class Records:
     def why(self, origin: Origin | tuple) -> tuple[int, int, int, int, int]:
         """(rule, instr, parent, note, made): a tuple origin as its parts, an Origin as its record."""
         if origin.__class__ is Origin:
-            return 0, -1, -1, 0, self.record(origin)  # type: ignore[arg-type]
+            return 0, -1, -1, 0, self.record(origin)
         # The built-in targets hand over one per instruction: known names are looked up inline.
         ids = self.name_ids
-        rule, instr, parent = origin[0], origin[1], origin[2]  # type: ignore[index]
+        parts: tuple = origin  # type: ignore[assignment]  # not an Origin: a tuple
+        rule, instr, parent = parts[0], parts[1], parts[2]
         r = ids.get(rule)
         if r is None:
             r = self.name(rule)
         n = 0
-        if len(origin) > 3:
-            n = ids.get(origin[3])  # type: ignore[index,assignment]
-            if n is None:
-                n = self.name(origin[3])  # type: ignore[index]
+        if len(parts) > 3:
+            note = ids.get(parts[3])
+            if note is None:
+                note = self.name(parts[3])
+            n = note
         return r, -1 if instr is None else instr, -1 if parent is None else self.record(parent), n, -1
 
     # -- records into Origins -------------------------------------------------
@@ -150,10 +152,13 @@ class Records:
         lay, mandatory, dfs, priority, round_, origin = got
         return OperandConstraint(self.layout(lay), mandatory, dfs, priority, self._origin(origin), round_, *key)
 
-    def _origin(self, rec: int) -> Origin | None:
+    def _origin(self, rec: int) -> Origin:
         # A fast run's records hold the links (rule, instruction, parent, note)
         # but no facts; the Origin is built only when a constraint is read.
-        return self.origin(rec)
+        # A constraint always has a record (the core's Provenance::attach makes one).
+        o = self.origin(rec)
+        assert o is not None
+        return o
 
 
 class BufferConstraints:

@@ -78,7 +78,7 @@ class CopyEdge:
     def demand(self) -> Constraint | None:
         got = self._demand
         if got.__class__ is _Unread:
-            got = self._demand = got.store.get(got.key)  # type: ignore[union-attr]
+            got = self._demand = got.store.get(got.key)
         return got  # type: ignore[return-value]
 
     @demand.setter
@@ -89,7 +89,7 @@ class CopyEdge:
         return tuple(getattr(self, name) for name in self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        return other.__class__ is CopyEdge and self._fields() == other._fields()  # type: ignore[attr-defined]
+        return other.__class__ is CopyEdge and self._fields() == other._fields()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
 
@@ -156,6 +156,7 @@ def assignment_of(e: "EngineState", iface: "Interfaces", rounds: int, computed: 
     if missing >= 0:
         raise PassError(f"internal: no layout was assigned to value {missing}",
                         g.instrs[g.values[missing].producer].loc)
+    assert layouts is not None
     bc, oc = BufferConstraints(e.records, cache=True), OperandConstraints(e.records, cache=True)
     copies = [CopyEdge(v, layouts[v], known(want), iid, n, _Unread(oc, key))  # type: ignore[arg-type]
               for key, (v, want) in e.core.copy_candidates() for iid, n in (key,)]

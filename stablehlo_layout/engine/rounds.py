@@ -51,7 +51,7 @@ def run_rounds(e: "EngineState", iface: "Interfaces", one: "ComputationSteps") -
         before = _entry_interface(e, iface)
         for step in steps:
             if step.__class__ is list:
-                iface.lay_out_one_layout_run(e, step)  # type: ignore[arg-type]
+                iface.lay_out_one_layout_run(e, step)
             else:
                 one.run(e, step)  # type: ignore[arg-type]
         e.current_priority += 1

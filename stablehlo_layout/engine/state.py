@@ -262,8 +262,8 @@ class EngineState:
         demands set, as XLA's backends do between their Set*Layout calls.
         """
         if demands.__class__ is DemandPlan:
-            self.apply_demands(demands.before)  # type: ignore[attr-defined]
-            self._apply_plan(demands)  # type: ignore[arg-type]
+            self.apply_demands(demands.before)
+            self._apply_plan(demands)
             return
         current = self.current_priority
         # A user target's free-operands demands take the inlined path.

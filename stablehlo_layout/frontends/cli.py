@@ -32,7 +32,7 @@ DEBUG_ENV = "STABLEHLO_LAYOUT_DEBUG"
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 1, like every other failure
+    def error(self, message: str) -> NoReturn:  # one line, exit 1, like every other failure
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(1)
 

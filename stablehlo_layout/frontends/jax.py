@@ -128,9 +128,9 @@ def _parse_arg_spec(spec: str) -> _ArgSpec:
     if dtype is None:
         raise ValueError(f"{spec!r}: unknown element type {element!r} (expected e.g. f32, bf16, s32, pred)")
     dtype = np.dtype(dtype)
-    if dtype.itemsize == 8 and dtype.kind in "iuf" and not jax.config.jax_enable_x64:
+    if dtype.itemsize == 8 and dtype.kind in "iuf" and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         raise ValueError(f"{spec!r}: {element} needs 64-bit mode (set JAX_ENABLE_X64=1)")
-    if dtype.kind == "c" and dtype.itemsize == 16 and not jax.config.jax_enable_x64:
+    if dtype.kind == "c" and dtype.itemsize == 16 and not jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         raise ValueError(f"{spec!r}: {element} needs 64-bit mode (set JAX_ENABLE_X64=1)")
     dims: list[int] = []
     for d in (x.strip() for x in dims_text.split(",")) if dims_text.strip() else ():
@@ -193,7 +193,7 @@ def _request(value: Any, aval: Any, what: str) -> tuple[Any, str]:
         return (value if sharding is not None else None), "default"
     if lay is JaxLayout.AUTO:
         return Format(lay, sharding), "auto"
-    m2m = tuple(lay.major_to_minor)
+    m2m = tuple(lay.major_to_minor)  # type: ignore[union-attr]  # not AUTO
     rank = len(aval.shape)
     if not L.is_permutation(m2m, rank):
         raise ValueError(f"{what}: Layout(major_to_minor={m2m}) is not a permutation of "
@@ -569,7 +569,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
 
 
 def _entry(layouts: Sequence[Layout | None], i: int) -> Layout | None:
-    return tuple(layouts[i]) if i < len(layouts) and layouts[i] is not None else None
+    lay = layouts[i] if i < len(layouts) else None
+    return tuple(lay) if lay is not None else None
 
 
 def _xla_layouts(formats: Any) -> list[Layout | None]:
@@ -612,6 +613,7 @@ def _entry_mismatches(a: JaxAnalysis, compiler: str) -> list[str]:
     """Ours against the compiler's entry layouts (``a.xla_entry_*``), noting XLA's on each entry."""
     out: list[str] = []
     for entries, xla in ((a.params, a.xla_entry_params), (a.results, a.xla_entry_results)):
+        assert xla is not None
         if len(entries) != len(xla):
             out.append(f"XLA reports {len(xla)} entry {entries[0].kind if entries else 'value'}s, "
                        f"we have {len(entries)}")
@@ -747,8 +749,8 @@ def _exported_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[
     try:
         return _export(fn, structs, in_formats, None, platforms)
     except Exception as e:
-        text = str(e).strip().splitlines()
-        detail = text[0] if text else ""
+        lines = str(e).strip().splitlines()
+        detail = lines[0] if lines else ""
         raise InputError(ref, f"cannot export with the given --arg shapes: {type(e).__name__}: {detail}") from None
 
 

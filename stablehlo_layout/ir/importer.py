@@ -53,7 +53,7 @@ _REGION_KINDS = {
 def _operation_at(pointer: int, capsule: str) -> ir.Operation:
     """The bindings' object of the op at C API ``pointer``; ``capsule``: the
     name the bindings give an op's capsule (``_core.capsule_name``)."""
-    return ir.Operation._CAPICreate(capi.capsule(pointer, capsule))
+    return ir.Operation._CAPICreate(capi.capsule(pointer, capsule))  # type: ignore[return-value]
 
 
 class LazyOps:
@@ -106,7 +106,7 @@ class Handles:
     # By instruction id, the op's C API pointer (0: no op), where the walk read
     # blocks through the C API (``OpWalk``); the rewrite writes the layouts
     # of every op through them in one call.  None after a bindings-only walk.
-    op_ptrs: "array | list[int] | None" = None
+    op_ptrs: "array | None" = None
 
     def value(self, g: Graph, vid: int) -> ir.Value | None:
         """The MLIR value that graph value ``vid`` was read from, or None (a tuple's
@@ -183,11 +183,12 @@ def _never_has_regions(op: ir.Operation) -> bool:
     return cls is not ir.OpView and getattr(cls, "_ODS_REGIONS", None) == (0, True)
 
 
+# jaxlib's stub gives DenseIntElementsAttr no __iter__ (the object iterates): its loops carry an ignore.
 def _int_list(attr: ir.Attribute) -> list[int]:
     if isinstance(attr, ir.DenseI64ArrayAttr):
         return list(attr)
     if isinstance(attr, ir.DenseIntElementsAttr):
-        return [int(x) for x in attr]
+        return [int(x) for x in attr]  # type: ignore[attr-defined]
     if isinstance(attr, ir.ArrayAttr):
         return [ir.IntegerAttr(a).value for a in attr]
     raise PassError(f"expected an integer list attribute, got {attr}")
@@ -197,7 +198,7 @@ def _dense_layouts(attr: ir.Attribute) -> list[L.Layout | None]:
     """``operand_layouts``-style ArrayAttr: one minor_to_major per entry."""
     out: list[L.Layout | None] = []
     for a in ir.ArrayAttr(attr):
-        out.append(L.intern(int(x) for x in ir.DenseIntElementsAttr(a)))
+        out.append(L.intern(int(x) for x in ir.DenseIntElementsAttr(a)))  # type: ignore[attr-defined]
     return out
 
 
@@ -244,7 +245,7 @@ def _given_layout(op: ir.Operation) -> L.Layout | None:
     attr = attrs["result_layout"]
     if not isinstance(attr, ir.DenseIntElementsAttr):
         return None
-    return L.intern(int(x) for x in attr)
+    return L.intern(int(x) for x in attr)  # type: ignore[attr-defined]
 
 
 def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
@@ -477,7 +478,7 @@ class _Importer:
         self.scope = ""  # the function (instance) whose body is being walked
         self.inlining: list[str] = []  # the functions whose calls are being inlined
         self.stale_copies: list[ir.Operation] = []
-        self.extracted: dict[tuple[str, ir.Attribute], SharedAttrs] = {}
+        self.extracted: dict[tuple[str, ir.Attribute | None], SharedAttrs] = {}
         # A parameter's attributes by its number, a root's by its terminator's name.
         self.shared: dict[Any, SharedAttrs] = {}
 
@@ -532,7 +533,7 @@ class _Importer:
         if self.h.op_ptrs is not None:
             self.h.op_ptrs.append(pointer)
         else:
-            self.h.ops.append(handle)
+            self.h.ops.append(handle)  # type: ignore[union-attr]
         return ins
 
     def _alias(self, dst: int, src: int) -> None:
@@ -651,7 +652,7 @@ class _Importer:
         cols.freeze(*capi.column_packers())
         if self.h.op_ptrs is not None:
             self.h.ops = LazyOps(self.h.op_ptrs, self.op_capsule)
-        self.g.use_rows.fill(*capi.use_rows(len(self.g.values), cols.op_start, cols.op_items,
+        self.g.use_rows.fill(*capi.use_rows(len(self.g.values), cols.op_start, cols.op_items,  # type: ignore[arg-type]
                                             array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
         # The walk read through the copies an earlier run inserted; the rewrite
@@ -802,7 +803,7 @@ class _Importer:
             # Every instruction of one op name holds the same string, not a copy per op.
             rule, needs, tuple_kind, keyed_by, name, code, no_regions, plain, core_keyed = facts
             if plain:
-                attrs = _NO_ATTRS
+                attrs: dict[str, Any] = _NO_ATTRS
             else:
                 if op is None and (needs or keyed_by is not None or not no_regions or tuple_kind == "get"
                                    or self.given_layouts):
@@ -810,6 +811,7 @@ class _Importer:
                 if not rule.known:
                     g.unknown_ops[name] = g.unknown_ops.get(name, 0) + 1
                 if keyed_by is not None:
+                    assert op is not None
                     given = op.attributes
                     key = (name, given[keyed_by] if keyed_by in given else None)
                     extracted = self.extracted.get(key)
@@ -821,10 +823,10 @@ class _Importer:
                     # whose regions capture values gets its own dict, own_attrs).
                     attrs = extracted
                 else:
-                    attrs = _extract(op, name) if needs else _NO_ATTRS
+                    attrs = _extract(op, name) if needs else _NO_ATTRS  # type: ignore[arg-type]
                     if not attrs:
                         attrs = _NO_ATTRS
-                if self.given_layouts and len(op.results) == 1:
+                if self.given_layouts and op is not None and len(op.results) == 1:
                     given = _given_layout(op)
                     if given is not None:
                         attrs = {**attrs, "given_layout": given}
@@ -833,12 +835,13 @@ class _Importer:
             col_comp.append(cid)
             col_op.append(code)
             col_count.append(len(operands))
-            col_items.extend(operands)  # type: ignore[union-attr]
+            col_items.extend(operands)
             # Its results are listed once its regions are walked (their values come first).
             col_results.append(())
             col_attrs.append(attrs)
             col_scope.append(scope)
             if where is None:
+                assert op is not None  # the bindings' walk: every op is there
                 col_where.append(0)
                 cols.where_other[iid] = op.location
             else:
@@ -846,11 +849,11 @@ class _Importer:
             if hptrs is not None:
                 hptrs.append(pointer)
             else:
-                hops.append(op)
+                hops.append(op)  # type: ignore[union-attr]
             comp_instrs.append(iid)
             if attrs and not CORE_ATTRIBUTES.isdisjoint(attrs):
                 cols.attributed.append(iid)
-            if not no_regions and len(op.regions):
+            if not no_regions and op is not None and len(op.regions):
                 kinds = _REGION_KINDS.get(name, ())
                 for k, region in enumerate(op.regions):
                     if len(region.blocks) == 0:
@@ -895,6 +898,7 @@ class _Importer:
             # Tuples and get_tuple_element define no array buffers of their
             # own: their elements point at the buffers they were built from.
             if tuple_kind == "get":
+                assert op is not None
                 tup = g.values[operands[0]]
                 if tup.elements is not None:
                     self._alias(results[0], tup.elements[ir.IntegerAttr(op.attributes["index"]).value])
@@ -1149,7 +1153,7 @@ def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
         if CHOSEN_MARK in d:
             out[i][CHOSEN_MARK] = ""
         if HLO_PARAMETER_LAYOUT in d:
-            out[i][HLO_PARAMETER_LAYOUT] = ",".join(str(int(x)) for x in ir.DenseIntElementsAttr(d[HLO_PARAMETER_LAYOUT]))
+            out[i][HLO_PARAMETER_LAYOUT] = ",".join(str(int(x)) for x in ir.DenseIntElementsAttr(d[HLO_PARAMETER_LAYOUT]))  # type: ignore[attr-defined]
     return out
 
 
@@ -1186,7 +1190,7 @@ def _module_layouts(module: ir.Operation, key: str) -> list[Any] | None:
     def conv(a: ir.Attribute) -> Any:
         if isinstance(a, ir.ArrayAttr):
             return [conv(x) for x in a]
-        return L.intern(int(x) for x in ir.DenseIntElementsAttr(a))
+        return L.intern(int(x) for x in ir.DenseIntElementsAttr(a))  # type: ignore[attr-defined]
 
     return [conv(a) for a in ir.ArrayAttr(attrs[key])]
 

@@ -94,7 +94,7 @@ def _children(op: ir.Operation) -> Iterator[ir.Operation]:
     return (child.operation for region in op.regions for block in region for child in block)
 
 
-def _hlo_name(op: ir.Operation) -> str | None:
+def _hlo_name(op: ir.Operation | ir.OpView) -> str | None:
     """The HLO instruction an op was converted from, by its name location."""
     m = _NAME_LOC.match(str(op.location))
     return m.group(1) if m is not None else None

@@ -103,7 +103,7 @@ def make_context() -> ir.Context:
 
 def print_module(module: ir.Module, debuginfo: bool = False) -> str:
     """The module in pretty (custom) form, with locations if `debuginfo`."""
-    return module.operation.get_asm(
+    return module.operation.get_asm(  # type: ignore[return-value]  # jaxlib types get_asm as object
         enable_debug_info=debuginfo, print_generic_op_form=False
     )
 
@@ -115,7 +115,7 @@ def module_text_bytes(module: ir.Module, debuginfo: bool = False, verified: bool
     verification it otherwise runs first (to choose the generic form for a
     broken module), which costs as much as the printing itself.
     """
-    return module.operation.get_asm(
+    return module.operation.get_asm(  # type: ignore[return-value]  # jaxlib types get_asm as object
         binary=True, enable_debug_info=debuginfo, print_generic_op_form=False,
         assume_verified=verified,
     )
@@ -489,7 +489,7 @@ def _collected_errors(ctx: ir.Context) -> Iterator[list[_Diagnostic]]:
     try:
         yield errors
     finally:
-        attached.detach()
+        attached.detach()  # type: ignore[attr-defined]  # jaxlib types the handler as object
 
 
 # --------------------------------------------------------------------------
@@ -573,10 +573,10 @@ def _renamed(loc: ir.Location, name: str) -> ir.Location | None:
             return None
         return ir.Location.callsite(callee or loc.callee, [caller or loc.caller])
     if isinstance(loc, ir.FusedLoc):
-        parts = [_renamed(part, name) for part in loc.locations]
+        parts = [_renamed(part, name) for part in loc.locations]  # type: ignore[arg-type]  # typed list[object]
         if all(part is None for part in parts):
             return None
-        return ir.Location.fused([new or old for new, old in zip(parts, loc.locations)], loc.metadata)
+        return ir.Location.fused([new or old for new, old in zip(parts, loc.locations)], loc.metadata)  # type: ignore[misc]
     return None
 
 
@@ -628,6 +628,7 @@ def _bytecode_from_jax_export(data: bytes, path: str) -> bytes:
         from jax import export as jax_export  # lazy: importing jax costs ~0.6 s
     except ImportError as error:
         raise InputError(path, f"reading a jax.export artifact needs jax ({error})") from None
+    blob: bytes | None
     try:
         blob = bytes(jax_export.deserialize(bytearray(data)).mlir_module_serialized)
     except ImportError as error:  # flatbuffers is an optional dependency of jax
@@ -804,7 +805,7 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False)
     prepared = prepare_hlo_text(text, sources)
     hlo_module, prepared = _parse_hlo(prepared, text, path)
     try:
-        bytecode = _jax.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())
+        bytecode = _jax.mlir.hlo_to_stablehlo(hlo_module.as_serialized_hlo_module_proto())  # type: ignore[attr-defined]
     except Exception as error:  # XLA raises JaxRuntimeError with a status text
         raise InputError(path, f"HLO to StableHLO conversion failed: {_status_text(error)}") from None
     locate = _hlo_locator(prepared)
@@ -977,6 +978,7 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
     if main is None:
         return
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    shapes: Sequence[ArrayShape | TupleShape]
     with module.context:
         for key, shapes, count in (("arg_attrs", param_shapes, len(ftype.inputs)),
                                    ("res_attrs", result_shapes, len(ftype.results))):
@@ -1058,7 +1060,7 @@ def _check_fatal_hlo(text: str, path: str) -> None:
 
 def _parse_hlo(prepared: str, original: str, path: str) -> tuple[object, str]:
     """The parsed HloModule and the text it was parsed from."""
-    from jaxlib import _hlo
+    import jaxlib._hlo as _hlo
 
     _check_fatal_hlo(original, path)
     for _ in range(_MAX_RENAME_ROUNDS):

@@ -154,7 +154,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
                                      [pointer(p[0]) for p in pairs], [pointer(p[1]) for p in pairs])
     else:
         for iid, k in zip(packed_array("i", iids), packed_array("i", rows)):
-            attrs = ops[iid].attributes
+            attrs = ops[iid].attributes  # type: ignore[union-attr]  # an op of its own: annotation_rows' rows
             attrs["xla_shape"], attrs["result_layout"] = pairs[k]
     start, items = c.res_start, c.res_items
     for iid in others:
@@ -162,7 +162,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
         texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
-        ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else
+        ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else  # type: ignore[union-attr]
                                                        "(" + ", ".join(texts) + ")")
 
 
@@ -195,7 +195,7 @@ def _insert_copies(g: Graph, a: Assignment, h: Handles, cache: _Attrs, names: bo
             _name_quickly(g.instrs[v.producer])
             _name_quickly(g.instrs[edges[0].consumer])
             name = f"{COPY_NAME_PREFIX}{g.value_name(vid)} -> {g.use_name(edges[0].consumer, edges[0].operand)})"
-            loc = ir.Location.name(name, childLoc=child)
+            loc: ir.Location = ir.Location.name(name, childLoc=child)
         else:
             name, loc = "", child
         inside = edges[0].inside
@@ -332,7 +332,7 @@ def _name_quickly(ins: Instruction) -> None:
     w = ins.where
     if w.__class__ is int:  # a location the import read by pointer: as the bindings' NameLoc, if it is one
         try:
-            w = _NAME_LOC(location_object(w))
+            w = _NAME_LOC(location_object(w))  # type: ignore[misc]  # None: raises TypeError
         except (TypeError, ValueError):
             return
     if w.__class__ is _NAME_LOC and w.child_loc.__class__ is _UNKNOWN_LOC:
@@ -355,7 +355,7 @@ def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge, name
     source = consumer_op.operands[e.operand]
     if names:
         name = f"{IN_PLACE_NAME_PREFIX}{g.value_name(e.value)} -> {g.use_name(e.consumer, e.operand)})"
-        loc = ir.Location.name(name, childLoc=consumer_op.location)
+        loc: ir.Location = ir.Location.name(name, childLoc=consumer_op.location)
     else:
         name, loc = "", consumer_op.location
     with ir.InsertionPoint(consumer_op):
@@ -392,7 +392,7 @@ def _right_after(value: ir.Value, starts: _BlockStarts) -> ir.InsertionPoint:
     """Where a copy of ``value`` dominates every use: after its definition."""
     if isinstance(value, ir.BlockArgument):
         return _block_start(value.owner, starts)
-    return ir.InsertionPoint.after(value.owner)
+    return ir.InsertionPoint.after(value.owner)  # type: ignore[arg-type]  # an op result's owner is its op
 
 
 def _visible(g: Graph, h: Handles, current: dict[tuple[int, str], ir.Value], v: Value,
@@ -442,7 +442,7 @@ def _redirect(g: Graph, h: Handles, e: CopyEdge, old: ir.Value, new: ir.Value,
     for source in olds:
         for use in list(source.uses):
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-            if owner.name == "func.call" and owner != copy_op and _inside(owner, region):
+            if owner.name == "func.call" and owner != copy_op and _inside(owner, region):  # type: ignore[arg-type]
                 owner.operands[use.operand_number] = new
 
 
@@ -565,7 +565,8 @@ def _parameter_layouts(funcs: dict[str, ir.Operation], names: set[str], h: Handl
 
 def _body_text(f: ir.Operation) -> str:
     # The module was verified when it was read; re-verifying per print costs 100x.
-    text = f.operation.get_asm(enable_debug_info=False, assume_verified=True, use_local_scope=True)
+    text: str = f.operation.get_asm(  # type: ignore[assignment]  # jaxlib types get_asm as object
+        enable_debug_info=False, assume_verified=True, use_local_scope=True)
     return text[text.index("("):]
 
 
@@ -578,7 +579,7 @@ def _call_depths(funcs: dict[str, ir.Operation], calls: dict[str, list]) -> dict
     frontier = [n for n in funcs if n not in called]
     level = 0
     while frontier:
-        nxt = []
+        nxt: list[str] = []
         for n in frontier:
             if depth.get(n, -1) >= level:
                 continue

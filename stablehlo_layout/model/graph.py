@@ -217,7 +217,7 @@ class SharedAttrs(dict):
     def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("these attributes are shared by many instructions; write to own_attrs(ins)")
 
-    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore
+    __setitem__ = __delitem__ = setdefault = update = pop = popitem = clear = __ior__ = _refuse  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple:
         # Copies and pickles are built through the constructor, not by setting items one by one.
@@ -262,18 +262,20 @@ class Instruction:
     @property
     def operands(self) -> list[int]:
         c = self._c
-        if c.result_lists is not None:  # still walking: the rows' starts are not summed yet
-            first = sum(c.operand_count[:self.id])
-            return c.op_items[first:first + c.operand_count[self.id]]  # type: ignore[return-value]
+        counts = c.operand_count
+        if counts is not None:  # still walking: the rows' starts are not summed yet
+            first = sum(counts[:self.id])
+            return c.op_items[first:first + counts[self.id]]  # type: ignore[return-value]
         s = c.op_start
-        return c.op_items[s[self.id]:s[self.id + 1]].tolist()
+        return c.op_items[s[self.id]:s[self.id + 1]].tolist()  # type: ignore[union-attr]
 
     @property
     def operand_count(self) -> int:
         """``len(operands)``, without listing them (a root may have thousands)."""
         c = self._c
-        if c.result_lists is not None:
-            return c.operand_count[self.id]  # type: ignore[index]
+        counts = c.operand_count
+        if counts is not None:
+            return counts[self.id]
         return c.op_start[self.id + 1] - c.op_start[self.id]
 
     @property
@@ -281,7 +283,7 @@ class Instruction:
         c = self._c
         if c.result_lists is not None:
             r = c.result_lists[self.id]
-            return [r] if r.__class__ is int else list(r)  # type: ignore[list-item, arg-type]
+            return [r] if r.__class__ is int else list(r)  # type: ignore[arg-type]
         s = c.res_start
         return c.res_items[s[self.id]:s[self.id + 1]].tolist()
 
@@ -290,7 +292,7 @@ class Instruction:
         c = self._c
         if c.result_lists is None:
             raise TypeError("an instruction's results are fixed once the import is over")
-        c.result_lists[self.id] = results[0] if len(results) == 1 else results  # type: ignore[call-overload]
+        c.result_lists[self.id] = results[0] if len(results) == 1 else results
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -311,7 +313,7 @@ class Instruction:
         self._c.where_other[self.id] = where
 
     @property
-    def callees(self) -> list[int] | tuple[()]:
+    def callees(self) -> list[int] | tuple[int, ...]:
         return self._c.callees.get(self.id, ())
 
     @callees.setter
@@ -319,7 +321,7 @@ class Instruction:
         self._c.callees[self.id] = callees
 
     @property
-    def captures(self) -> list[int] | tuple[()]:
+    def captures(self) -> list[int] | tuple[int, ...]:
         return self._c.captures.get(self.id, ())
 
     @captures.setter
@@ -549,7 +551,7 @@ class Graph:
         c.comp.append(comp)
         c.op.append(c.code_of_op(op))
         c.operand_count.append(len(operands))  # type: ignore[union-attr]
-        c.op_items.extend(operands)  # type: ignore[union-attr]
+        c.op_items.extend(operands)
         c.result_lists.append(())  # type: ignore[union-attr]
         c.attrs.append(attrs)
         c.scope.append(scope)
@@ -600,7 +602,7 @@ def shape_text(v: Value, lay: Layout | None = None, g: Graph | None = None,
     The one place shapes of graph values are written out.
     """
     if v.kind == ARRAY:
-        return str(ArrayShape(v.element, v.dims, lay))  # type: ignore[arg-type]
+        return str(ArrayShape(v.element, v.dims, lay))
     if v.kind == TOKEN:
         return "token[]"
     if v.elements is not None and g is not None and layouts is not None:

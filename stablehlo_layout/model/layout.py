@@ -216,7 +216,7 @@ def align_layouts(
 
 
 @functools.lru_cache(maxsize=65536)
-def _align_layouts(in_dims: Dims, in_layout: Layout, out_dims: Dims) -> Layout | None:
+def _align_layouts(in_dims: tuple[int, ...], in_layout: Layout, out_dims: tuple[int, ...]) -> Layout | None:
     if 1 in in_dims or 1 in out_dims:
         keep_in = [d for d, e in enumerate(in_dims) if e != 1]
         renum = {d: i for i, d in enumerate(keep_in)}
@@ -382,8 +382,8 @@ def _parse_shape(text: str, pos: int) -> tuple[Shape, int]:
                 pos += 1
             if pos < len(text) and text[pos] == ")":
                 return TupleShape(tuple(elements)), pos + 1
-            element, pos = _parse_shape(text, pos)
-            elements.append(element)
+            part, pos = _parse_shape(text, pos)
+            elements.append(part)
             while pos < len(text) and text[pos].isspace():
                 pos += 1
             if pos < len(text) and text[pos] == ",":

@@ -394,10 +394,10 @@ def trip_count(g: Graph, while_iid: int) -> int | None:
         return None
     lhs, rhs = cmp.operands
     param_ids = [g.instrs[p].results[0] for p in cond.params]
-    if lhs in param_ids and _constant(g, rhs) is not None:
-        k, bound = param_ids.index(lhs), _constant(g, rhs)
-    elif rhs in param_ids and _constant(g, lhs) is not None:
-        k, bound = param_ids.index(rhs), _constant(g, lhs)
+    if lhs in param_ids and (bound := _constant(g, rhs)) is not None:
+        k = param_ids.index(lhs)
+    elif rhs in param_ids and (bound := _constant(g, lhs)) is not None:
+        k = param_ids.index(rhs)
         direction = {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}.get(direction, direction)
     else:
         return None
@@ -829,7 +829,7 @@ def render_summary(e: Explanation) -> str:
                   "shaped values (unknown bytes)")
     if unknown:
         moved += (f", plus {len(unknown)} cop{'y' if len(unknown) == 1 else 'ies'} in loops of unknown trip "
-                  f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")
+                  f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")  # type: ignore[misc]
     lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, {moved} "
              f"(target {e.target}, entry layouts {e.entry_layouts})"]
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):

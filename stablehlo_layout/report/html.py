@@ -353,8 +353,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
 
     for t in tops:
         comp_size(t)
-    total = sum(size[t] for t in tops)
-    expand_default = total <= BIG_MODULE
+    module_size = sum(size[t] for t in tops)
+    expand_default = module_size <= BIG_MODULE
 
     comps_out = []
     placed: dict[int, tuple[int, int]] = {}

@@ -24,6 +24,7 @@ from stablehlo_layout.targets.generic import GenericTarget
 from stablehlo_layout.targets.xla_cpu import XlaCpuTarget
 
 if TYPE_CHECKING:
+    from stablehlo_layout.model.graph import Value
     from stablehlo_layout.targets.gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
     from stablehlo_layout.targets.xla_gpu import XlaGpuTarget
 
@@ -202,6 +203,7 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
                                       and (o[1] is None or type(o[1]) is int)
                                       and (o[2] is None or isinstance(o[2], Origin)) and isinstance(o[3], str))):
         raise bad(f"the {d.kind} demand's origin must be a stablehlo_layout.model.constraints.Origin, not {o!r}")
+    assert o is not None
     if d.priority is not None and not isinstance(d.priority, int):
         raise bad(f"priority {d.priority!r} is not an integer (or None for the round's)")
 
@@ -211,7 +213,7 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
             raise bad(f"layout {lay!r} for {what} is not a permutation of the {v.rank} dimensions of {shape_text(v)}")
         return L.intern(lay)
 
-    def operand(n: int) -> object:
+    def operand(n: int) -> Value:
         ovs = view.operand_values(d.target)
         if not (isinstance(n, int) and 0 <= n < len(ovs)):
             raise bad(f"{where} has no operand {n!r}")
@@ -224,14 +226,14 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
         if not v.is_array or v.buffer != v.id:
             raise bad(f"value {d.target} ({shape_text(v)}) is not an array buffer of its own; demand its "
                       f"buffer {v.buffer} or the operand that reads it")
-        return Demand.on_buffer(d.target, layout_for(v, d.layout, f"value {d.target}"), d.origin,
+        return Demand.on_buffer(d.target, layout_for(v, d.layout, f"value {d.target}"), o,
                                 bool(d.mandatory), bool(d.dfs), d.priority)
     if not (isinstance(d.target, int) and 0 <= d.target < len(g.instrs)) or g.instrs[d.target].op == "root":
         raise bad(f"there is no instruction {d.target!r} to demand of")
     where = f"instruction {d.target} ({g.instrs[d.target].op})"
     if d.kind == OPERAND:
         v = operand(d.operand)
-        return Demand.on_operand(d.target, d.operand, layout_for(v, d.layout, f"operand {d.operand} of {where}"), d.origin,
+        return Demand.on_operand(d.target, d.operand, layout_for(v, d.layout, f"operand {d.operand} of {where}"), o,
                                  bool(d.mandatory), bool(d.dfs), d.priority)
     if d.kind == RESULTS:
         leaves = view.leaves(d.target)
@@ -241,7 +243,8 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
             raise bad("a results demand is always depth-first (XLA's SetInstructionLayout)")
         lays = tuple(None if lay is None else layout_for(g.values[r], lay, f"result {i} of {where}")
                      for i, (r, lay) in enumerate(zip(leaves, d.layouts)))
-        return Demand.on_results(d.target, lays, d.origin, bool(d.mandatory), d.priority)
+        assert isinstance(o, Origin)
+        return Demand.on_results(d.target, lays, o, bool(d.mandatory), d.priority)
     assert d.kind == FREE_OPERANDS
     if not (d.mandatory and d.dfs):
         raise bad("a free-operands demand is always mandatory and depth-first")
@@ -255,7 +258,7 @@ def _checked_demand(d: object, view: "TargetView", name: str) -> Demand:
         if not v.is_array or v.rank == 0 or n < forwarded:
             raise bad(f"operand {n} of {where} ({shape_text(v)}) has no layout to choose")
         slots.append((n, layout_for(v, lay, f"operand {n} of {where}")))
-    return Demand.on_free_operands(d.target, tuple(slots), d.origin, d.priority)
+    return Demand.on_free_operands(d.target, tuple(slots), o, d.priority)
 
 
 def _is_gpu_target(cls: type) -> bool:
@@ -281,7 +284,7 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
 
         model = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)  # bad configs fail here, in one line
         try:
-            gpu_target = cls(gpu=model)
+            gpu_target = cls(gpu=model)  # type: ignore[call-arg]  # an XlaGpuTarget
         except Exception as e:
             raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
         return gpu_target if name in _BUILTIN else _guard_hooks(gpu_target, name)

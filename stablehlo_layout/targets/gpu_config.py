@@ -21,7 +21,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
+from typing import Generic, TypeVar, Union
 
 from stablehlo_layout.model.errors import InputError, OptionError
 
@@ -125,14 +125,17 @@ def model_from_text(text: str, path: str, name: str) -> GpuModel:
 
 # -- protobuf text format, schema-free -------------------------------------------
 
+_V = TypeVar("_V")
+
+
 @dataclass(frozen=True)
-class Field:
-    value: "Scalar | Message"
+class Field(Generic[_V]):
+    value: _V
     line: int
 
 
 # A message: each field name with its values in order (a field may repeat).
-Message = dict[str, list[Field]]
+Message = dict[str, list[Field["Scalar | Message"]]]
 Scalar = Union[int, float, str, bool]
 
 _TOKEN = re.compile(r"""
@@ -238,7 +241,7 @@ def parse_text_proto(text: str, path: str) -> Message:
     return _Reader(text, path).message(None)
 
 
-def _field(msg: Message, name: str, kind: type, path: str) -> Field | None:
+def _field(msg: Message, name: str, kind: type[_V], path: str) -> Field[_V] | None:
     """The one value of a singular field, checked to be of ``kind`` (dict for a message)."""
     values = msg.get(name, [])
     if not values:
@@ -251,9 +254,9 @@ def _field(msg: Message, name: str, kind: type, path: str) -> Field | None:
     if not ok:
         what = {dict: "a message", int: "an integer", str: "a string"}[kind]
         raise InputError(path, f"{name} must be {what}, not {v!r}", values[0].line)
-    return values[0]
+    return values[0]  # type: ignore[return-value]  # its value is of kind
 
 
 def _int(msg: Message, name: str, path: str) -> int:
     found = _field(msg, name, int, path)
-    return found.value if found is not None else 0  # type: ignore[return-value]
+    return found.value if found is not None else 0

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping, Sequence
 from stablehlo_layout.model.layout import Layout
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsGetItem, SupportsKeysAndGetItem
+
     from stablehlo_layout.model.constraints import BufferConstraint, OperandConstraint, Origin
     from stablehlo_layout.model.graph import Graph, Value
     from stablehlo_layout.model.rules import OpRule
@@ -68,9 +70,22 @@ class TargetView:
 
     __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order",
                  "_given_params", "_priority", "_buffers", "_operands", "_cache")
+    _graph: Graph
+    _rules: tuple[OpRule, ...]
+    _distinct: tuple[OpRule, ...]
+    _rule_of: Sequence[int]
+    _leaves: Sequence[Sequence[int]]
+    _op_values: SupportsGetItem[int, Sequence[Value]]
+    _forwarding: tuple[bool, ...]
+    _post_order: Callable[[int], Sequence[int]]
+    _given_params: tuple[Layout | None, ...]
+    _priority: int
+    _buffers: Mapping[int, BufferConstraint]
+    _operands: Mapping[tuple[int, int], OperandConstraint]
+    _cache: dict[str, dict[Any, Any]]
 
     def __init__(self, graph: "Graph", rules: Sequence["OpRule"], leaves: Sequence[Sequence[int]],
-                 op_values: Sequence[Sequence["Value"]], forwarding: Sequence[bool],
+                 op_values: SupportsGetItem[int, Sequence["Value"]], forwarding: Sequence[bool],
                  post_order: Callable[[int], Sequence[int]], given_params: Sequence[Layout | None],
                  distinct: Sequence["OpRule"] | None = None, rule_of: Sequence[int] | None = None) -> None:
         """``distinct`` and ``rule_of``: the few distinct rules and each instruction's
@@ -102,13 +117,13 @@ class TargetView:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"a TargetView is read-only (cannot delete {name!r})")
 
-    def _at(self, priority: int, buffers: Mapping[int, "BufferConstraint"],
-            operands: Mapping[tuple[int, int], "OperandConstraint"]) -> None:
+    def _at(self, priority: int, buffers: SupportsKeysAndGetItem[int, "BufferConstraint"],
+            operands: SupportsKeysAndGetItem[tuple[int, int], "OperandConstraint"]) -> None:
         """The engine's one way in: the round's priority and constraint tables, before each call."""
         put = object.__setattr__
         put(self, "_priority", priority)
-        put(self, "_buffers", MappingProxyType(buffers))  # type: ignore[arg-type]
-        put(self, "_operands", MappingProxyType(operands))  # type: ignore[arg-type]
+        put(self, "_buffers", MappingProxyType(buffers))
+        put(self, "_operands", MappingProxyType(operands))
 
     # -- the program --------------------------------------------------------------
     @property

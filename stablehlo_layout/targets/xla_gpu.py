@@ -139,8 +139,8 @@ def matrix_layout_ok(layout: L.Layout, element: str, batch: Sequence[int],
         else:
             return False
     # Missing groups sit most major: columns, then rows, then batch.
-    for tag, dims in ((2, cols), (1, rows), (0, batch)):
-        if not dims:
+    for tag, group in ((2, cols), (1, rows), (0, batch)):
+        if not group:
             order.append(tag)
     major_to_minor = tuple(reversed(order))
     return major_to_minor in ((0, 1, 2), (0, 2, 1), (1, 0, 2), (2, 0, 1))
@@ -227,12 +227,12 @@ class XlaGpuTarget(Target):
     reads_given_layouts = True
 
     @property
-    def loop_state_from_caller(self) -> bool:
+    def loop_state_from_caller(self) -> bool:  # type: ignore[override]  # a class attribute in Target
         # Read when a pass runs, not at import: importing the targets reads no package metadata.
         return xla_version.loop_state_from_caller()
 
     @property
-    def branch_interface_from_caller(self) -> bool:
+    def branch_interface_from_caller(self) -> bool:  # type: ignore[override]  # a class attribute in Target
         return xla_version.branch_interface_from_caller()
 
     def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
@@ -270,7 +270,7 @@ class XlaGpuTarget(Target):
         sizes = [dims[d] for d in ins.attrs.get("dims", ())]
         if any(s is None for s in sizes):
             return False
-        return math.prod(sizes) >= 32  # type: ignore[arg-type]
+        return math.prod(sizes) >= 32
 
     def operand_from_output(self, g: "Graph", ins: "Instruction", n: int,
                             output: L.Layout, rule: OpRule) -> Derived | None:
@@ -427,9 +427,9 @@ class XlaGpuTarget(Target):
             elif target in _MEMORY_PLACEMENT:
                 why = Origin("target:gpu-host-memory-default", iid, None,
                              "host memory buffers keep the default layout (no transposes on host)")
-                v = g.values[ins.operands[0]] if ins.operands else None
-                if v is not None and v.is_array:
-                    yield _operand(L.default_layout(v.rank), iid, 0, why)
+                first = g.values[ins.operands[0]] if ins.operands else None
+                if first is not None and first.is_array:
+                    yield _operand(L.default_layout(first.rank), iid, 0, why)
                 yield from self._default_results(view, iid, why)
             # Host-thread async-start / async-done: StableHLO has no async ops
             # with an execution thread, so that rule has nothing to match.
@@ -581,7 +581,7 @@ class XlaGpuTarget(Target):
                 or view.rule(ins.id).hlo in ("transpose", "reshape")):
             ins = g.instrs[g.values[ins.operands[0]].producer]
         if ins.op == "parameter":
-            params = g.comps[g.entry].params  # type: ignore[index]
+            params = g.comps[g.entry].params
             if ins.id not in params:
                 return False
             p = params.index(ins.id)

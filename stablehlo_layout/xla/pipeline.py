@@ -102,7 +102,8 @@ def with_entry_layout_modes(module: ir.Module, entry_layouts: str) -> ir.Module:
     # The importer already knows every way an input states entry layouts
     # (mhlo.layout_mode, module attributes, layouts this tool chose earlier).
     graph, _ = import_module(module.operation.clone())
-    clone = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True), module.context)
+    clone = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True),  # type: ignore[call-overload]
+                            module.context)  # jaxlib types get_asm as object
     f = _entry_function(clone)
     comp = graph.comps[graph.entry]  # type: ignore[index]
     params = [graph.values[graph.instrs[p].results[0]] for p in comp.params]
