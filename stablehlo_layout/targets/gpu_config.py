@@ -118,7 +118,8 @@ def model_from_text(text: str, path: str, name: str) -> GpuModel:
     else:  # XLA 0.12 writes its configs with the version in the device description only
         written = _field(info.value, "dnn_version", str, path)
         parts = written.value.split(".") if written is not None else []
-        dnn = tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else (0, 0, 0)
+        ok = len(parts) == 3 and all(p.isdigit() for p in parts)
+        dnn = (int(parts[0]), int(parts[1]), int(parts[2])) if ok else (0, 0, 0)
     found = _field(root, "device_description_str", str, path)
     return GpuModel(name, found.value if found is not None else "", platform, cc, dnn, arch, text)
 
