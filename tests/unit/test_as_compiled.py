@@ -16,11 +16,12 @@ import importlib.util
 import json
 import os
 import signal
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.support import ROOT
 
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
@@ -31,10 +32,6 @@ from stablehlo_layout.xla import dumps as xla_dumps, pipeline as xla_compile  # 
 from stablehlo_layout.model.errors import InputError  # noqa: E402
 from stablehlo_layout.ir.metadata import entry_parameter_key, read_sources  # noqa: E402
 from stablehlo_layout.xla.gpu_deviceless import plugin_available  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from tests.differential.as_compiled import check, programs  # noqa: E402
 
@@ -207,7 +204,7 @@ def test_json_validates_against_the_schema(user_export, capsys):
     export, _ = user_export
     code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", "--json", str(export))
     assert code == 0, err
-    schema = json.loads((REPO / "docs" / "explain.schema.json").read_text())
+    schema = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
     jsonschema.validate(json.loads(out), schema)
 
 
@@ -275,13 +272,13 @@ def test_function_reference_as_compiled(capsys):
     assert code == 0, err
     report = json.loads(out)
     assert report["compiled_by"] == "XLA:CPU"
-    models = str(REPO / "examples" / "models.py")
+    models = str(ROOT / "examples" / "models.py")
     assert any(u.get("source", {}).get("file") == models for c in report["copies"] for u in c["consumers"])
 
 
 def test_hlo_text_input_as_compiled(capsys):
     code, out, err = _run(capsys, "assign", "--as-compiled", "--target", "xla-cpu",
-                          str(REPO / "examples" / "xla_dump" / "before_layout-assignment.txt"))
+                          str(ROOT / "examples" / "xla_dump" / "before_layout-assignment.txt"))
     assert code == 0, err
     assert "mhlo.copy" in out
 
@@ -557,12 +554,12 @@ def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, ca
 
 def test_readme_walkthrough(capsys, monkeypatch):
     """The README's first walkthrough, as printed there."""
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(ROOT)
     args = ["--arg", "f32[2,3,16,16]", "--arg", "f32[8,3,3,3]", "--arg", "f32[16,8,3,3]"]
     code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", "examples.models:convnet_nchw",
                           *args)
     assert code == 0, err
-    readme = (REPO / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for line in ("copy #1: f32[2,16,16,3] {2,1,3,0} -> {3,2,1,0}",
                  "  consumer: operand 0 of stablehlo.convolution at convolution "
                  "(jit(convnet_nchw)/conv_general_dilated at examples/models.py:78)",

@@ -15,8 +15,7 @@ from stablehlo_layout.ir.importer import import_module
 from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import GenericTarget
 from tests.conftest import load_text
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
 
 
 def test_the_core_unit_tests_pass(tmp_path: Path):

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import deep
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT, deep
 
 _SCRIPT = """
 import json, sys

@@ -18,8 +18,9 @@ from stablehlo_layout.model.errors import InputError, PassError
 from stablehlo_layout.model.options import ENTRY_MODES
 from stablehlo_layout.targets import TARGET_NAMES
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-LIT = Path(__file__).resolve().parents[1] / "lit"
+LIT = ROOT / "tests" / "lit"
 INPUTS = sorted(p for p in list(LIT.glob("*.mlir")) + list(LIT.glob("Inputs/**/*.mlir")))
 
 

@@ -35,11 +35,7 @@ test; a fix makes it XPASS and fail, so the marker must go.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -47,9 +43,10 @@ from stablehlo_layout.ir import mlir
 from tests.fuzz.generator import generate, generate_text, verifies
 from tests.fuzz.properties import TARGETS, Cache, _pins, check_program, check_target, layout_signature
 from tests.conftest import assign_text, load_text
+from tests.support import ROOT
+from tests.support.command import environment, run_command
 
 SEEDS = range(25)
-REPO = Path(__file__).resolve().parents[2]
 
 # (seed, target) -> (bug, properties that fail because of it)
 KNOWN: dict[tuple[int, str], tuple[str, set[str]]] = {}
@@ -101,9 +98,8 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path, target):
     src.write_text(generate(21).text)
     outs = []
     for hash_seed in ("1", "2"):
-        p = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "assign", "--target", target, str(src)],
-                           capture_output=True, timeout=120,
-                           env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO)})
+        p = run_command("assign", "--target", target, str(src), text=False, timeout=120,
+                        env=environment({"PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}))
         assert p.returncode == 0, p.stderr.decode()
         outs.append(p.stdout)
     assert outs[0] == outs[1]

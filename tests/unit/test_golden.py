@@ -12,15 +12,11 @@ diff of the actual bytes.
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tests.golden import golden  # noqa: E402
+from tests.golden import golden
+from tests.support import ROOT
 
 # The pairs ./run-tests runs (README): both must be recorded.
 TESTED_PAIRS = ("python3.11-jax0.10.2", "python3.12-jax0.12.0.1")
@@ -48,7 +44,7 @@ def test_manifest_covers_the_corpus_for_both_pairs() -> None:
     assert manifest["schema"] == golden.SCHEMA
     assert set(TESTED_PAIRS) <= set(manifest["pairs"])
     paths = golden.corpus(golden.DEFAULT_FUZZ)
-    stale = [p for p in paths if manifest["inputs"].get(p) != golden._sha((REPO / p).read_bytes())]
+    stale = [p for p in paths if manifest["inputs"].get(p) != golden._sha((ROOT / p).read_bytes())]
     assert not stale, (f"inputs new or changed since the manifest was written: {stale[:5]}; "
                        "run python tests/golden/golden.py --update under .venv and .venv-jax012")
     assert set(manifest["inputs"]) == set(paths)
@@ -60,8 +56,8 @@ def test_manifest_covers_the_corpus_for_both_pairs() -> None:
     # Every lit input and every example is in the corpus.
     for pattern in ("tests/lit/*.mlir", "tests/lit/Inputs/*.mlir", "examples/*.mlir",
                     "tests/unit/xla_gpu_dumps/*/*.before.txt", "tests/unit/xla_scenarios/*.hlo"):
-        for p in REPO.glob(pattern):
-            assert str(p.relative_to(REPO)) in manifest["inputs"], p
+        for p in ROOT.glob(pattern):
+            assert str(p.relative_to(ROOT)) in manifest["inputs"], p
 
 
 def test_gpu_dumps_run_for_their_gpu() -> None:

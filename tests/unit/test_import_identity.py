@@ -20,7 +20,8 @@ from stablehlo_layout.ir import capi, importer, locations, mlir
 from stablehlo_layout.model.errors import InputError, PassError
 from stablehlo_layout.model.graph import Columns, Graph
 from tests.conftest import load_text
-from tests.unit.test_index import INPUTS, ROOT
+from tests.support import ROOT
+from tests.unit.test_index import INPUTS
 
 
 def _graph_rows(g: Graph) -> dict[str, object]:

@@ -11,7 +11,6 @@ the command reads, so a walk that breaks such an order fails here by name.
 from __future__ import annotations
 
 from array import array
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,8 @@ from stablehlo_layout.engine.core import RuleTable, build_index
 from stablehlo_layout.model.rules import rule_for
 from tests.conftest import load_text
 from tests.unit.test_hlo_metadata import INLINED
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 # Inputs with regions, captures, tuples, calls (inlined or not), reordered users, dynamic shapes.
 INPUTS = sorted(
     [p for p in (ROOT / "tests" / "lit").rglob("*.mlir")]

@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 SEED = ROOT / "examples" / "pinned_transpose.mlir"
 
 

@@ -10,9 +10,10 @@ With everything pinned to the default that is a check of the plumbing; with
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+
+from tests.support import ROOT
 
 jax = pytest.importorskip("jax")
 
@@ -30,9 +31,8 @@ from stablehlo_layout.frontends.jax import (
     shape_dtype_struct,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from examples.models import EXAMPLES, mlp, specs_to_args  # noqa: E402
 
@@ -272,7 +272,7 @@ def test_read_input_or_reference():
     ctx = mlir.make_context()
     m = read_input_or_reference("examples.models:mlp", ["f32[8,128]{0,1}", "f32[128,256]"], ctx)
     assert 'mhlo.layout_mode = "{0,1}"' in mlir.print_module(m)
-    path = str(REPO / "examples" / "pinned_transpose.mlir")
+    path = str(ROOT / "examples" / "pinned_transpose.mlir")
     assert "stablehlo.transpose" in mlir.print_module(read_input_or_reference(path, None, ctx))
     with pytest.raises(InputError, match="--arg is only for MODULE:FUNCTION"):
         read_input_or_reference(path, ["f32[2]"], ctx)

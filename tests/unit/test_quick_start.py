@@ -13,7 +13,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 
 # A stand-in for .venv/bin/python and friends: logs its arguments; the import
 # check fails until "pip install" has run (as after the README's command 1,

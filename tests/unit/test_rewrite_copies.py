@@ -17,7 +17,8 @@ from stablehlo_layout.ir import capi, importer, mlir, rewrite
 from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.model.errors import InputError, PassError
 from tests.conftest import load_text
-from tests.unit.test_index import INPUTS, ROOT
+from tests.support import ROOT
+from tests.unit.test_index import INPUTS
 
 _insert_copies = _core.insert_copies
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-GPU_LIT_FILES = sorted((Path(__file__).resolve().parents[1] / "lit").glob("xla_gpu_*.mlir"))
+GPU_LIT_FILES = sorted((ROOT / "tests" / "lit").glob("xla_gpu_*.mlir"))
 
 
 def run(text: str, target="xla-gpu", entry_layouts: str = "default"):

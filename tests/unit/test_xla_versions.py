@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout.targets.xla_version import installed_xla, loop_demands_first
+from tests.support.command import QUIET, environment, run_command
 
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
+ENV = environment(QUIET)
 
 _PRELUDE = """
 import jax, jax.numpy as jnp
@@ -86,8 +86,7 @@ def _loop_input_layout(after: str, opcode: str) -> str:
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_copies_are_those_of_the_installed_xla(tmp_path: Path, name: str) -> None:
     before, after = _dump(tmp_path, name)
-    out = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "explain", "--target", "xla-cpu", "--json",
-                          before], capture_output=True, text=True, env=ENV)
+    out = run_command("explain", "--target", "xla-cpu", "--json", before)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     xla_copies = len(re.findall(r"= \S+ copy\(", after))
