@@ -51,7 +51,7 @@ def _executable(path: Path, text: str) -> None:
 def _venv_without_test_extras(folder: Path) -> None:
     bindir = folder / ".venv" / "bin"
     bindir.mkdir(parents=True)
-    for tool in ("python", "stablehlo-layout", "lit", "filecheck", "ruff"):
+    for tool in ("python", "stablehlo-layout", "lit", "filecheck", "ruff", "lint-imports"):
         _executable(bindir / tool, _STUB)
     # The second (Python 3.12, jax 0.12) pair's venv, complete: these tests are about .venv.
     other = folder / ".venv-jax012"
