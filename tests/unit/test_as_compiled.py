@@ -34,6 +34,10 @@ from stablehlo_layout.ir.metadata import entry_parameter_key, read_sources  # no
 from stablehlo_layout.xla.gpu_deviceless import plugin_available  # noqa: E402
 
 from tests.differential.as_compiled import check, programs  # noqa: E402
+from tests.support.tiers import ORACLE, one_fast  # noqa: E402
+
+# The realistic program in the fast tier; the rest run with -m oracle.
+FAST = {"mlp_train_step"}
 
 
 
@@ -53,7 +57,7 @@ def tmpdir_for_dumps(tmp_path, monkeypatch):
 # -- realistic programs against XLA:CPU ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("program", programs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("program", one_fast(programs(), FAST, key=lambda p: p.name), ids=lambda p: p.name)
 def test_realistic_program_agrees_with_xla_cpu(program, tmp_path):
     r = check(program, "xla-cpu", workdir=str(tmp_path))
     assert r["status"] == "ok", r
@@ -113,6 +117,7 @@ def _gpu_device(name: str):
 A100_PROGRAMS = {"conv_nchw_train_step", "conv_nhwc_train_step", "conv_nchw_forward_bf16"}
 
 
+@ORACLE
 @pytest.mark.parametrize("gpu_name", ["h100", "a100"])
 def test_realistic_programs_agree_with_deviceless_xla_gpu(gpu_name, tmp_path):
     gpu, device = _gpu_device(gpu_name)
@@ -539,7 +544,7 @@ def test_function_reference_for_xla_gpu_is_lowered_for_cuda(capsys):
     assert "cusolver_potrf_ffi" in out and "lapack_" not in out
 
 
-@pytest.mark.parametrize("program", programs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("program", one_fast(programs(), FAST, key=lambda p: p.name), ids=lambda p: p.name)
 def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, capsys):
     """XLA's module, laid out and rewritten by us, computes what the user's program computes."""
     from tests.support.equivalence import assert_bit_identical

@@ -20,6 +20,9 @@ import pytest
 
 from tests.support import ROOT, deep
 
+# 10,000-deep programs through every command: minutes on two cores.
+pytestmark = pytest.mark.slow
+
 _SCRIPT = """
 import json, sys
 from stablehlo_layout.frontends import cli

@@ -65,6 +65,7 @@ def test_shipped_models_read_their_device():
     assert XlaGpuTarget().gpu.name == "h100"
 
 
+@pytest.mark.oracle
 @pytest.mark.skipif(not plugin_available(),
                     reason="the XLA:GPU oracle (jax-cuda12-plugin==0.10.2, jax-cuda12-pjrt==0.10.2) is not installed")
 def test_shipped_configs_are_accepted_by_xla_gpu():

@@ -24,6 +24,9 @@ import pytest
 
 from tests.support import ROOT
 
+# pip builds and installs the package (or resolves its extras) into a fresh venv: minutes.
+pytestmark = pytest.mark.install
+
 SEED = ROOT / "examples" / "pinned_transpose.mlir"
 
 

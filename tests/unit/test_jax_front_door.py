@@ -35,6 +35,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from examples.models import EXAMPLES, mlp, specs_to_args  # noqa: E402
+from tests.support.tiers import one_fast  # noqa: E402
 
 AUTO = Layout.AUTO
 COL = Layout((1, 0))  # JAX major_to_minor (1, 0) == XLA minor_to_major {0,1}: column-major
@@ -71,7 +72,8 @@ def analyses():
     return get
 
 
-@pytest.mark.parametrize("name,mode", CASES)
+# Every example against XLA:CPU with -m oracle; the MLP's two cases in the fast tier.
+@pytest.mark.parametrize("name,mode", one_fast(CASES, {"mlp-spec", "mlp-auto"}))
 def test_entry_layouts_match_xla(analyses, name, mode):
     a = analyses(name, mode)
     assert a.verified is True, a.mismatches
