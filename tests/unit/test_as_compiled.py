@@ -26,7 +26,7 @@ from tests.support import ROOT
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from stablehlo_layout.frontends import cli
+from stablehlo_layout.frontends import cli  # noqa: E402
 from stablehlo_layout.ir import mlir  # noqa: E402
 from stablehlo_layout.xla import dumps as xla_dumps, pipeline as xla_compile  # noqa: E402
 from stablehlo_layout.model.errors import InputError  # noqa: E402
@@ -253,7 +253,7 @@ def test_entry_layouts_reach_the_compile(capsys, tmp_path):
             return %a : tensor<4x16xf32>
           }
         }
-        '''))
+        '''))  # noqa: E501 (IR text, one op per line, as the tool reads it)
     module = mlir.read_input(str(src), mlir.make_context())
     compiled = xla_compile.compile_module(module, str(src), "xla-cpu")
     header = compiled.before.splitlines()[0]
@@ -489,7 +489,7 @@ ENTRY %main.1 (x.1: f32[8,16]) -> f32[16,8] {
   %neg.1 = f32[8,16]{1,0} negate(%x.1), metadata={op_name="jit(net)/neg" stack_frame_id=2}
   ROOT %transpose.1 = f32[16,8]{0,1} transpose(%neg.1), dimensions={1,0}, metadata={op_name="jit(net)/transpose" source_file="/src/old.py" source_line=12}
 }
-'''
+'''  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_read_sources_follows_stack_frames_and_source_lines():

@@ -339,7 +339,7 @@ func.func public @main(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %2 = stablehlo.uniform_dequantize %1 : (tensor<3x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<3x2xf32>
   return %2 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 @pytest.mark.xfail(strict=True, reason=(

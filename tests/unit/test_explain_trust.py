@@ -32,7 +32,7 @@ ENTRY %main (p: f32[4,4,6,5]) -> (f32[6,2,5,4,4], f32[6,2,5,4,4]) {
   %b1 = f32[6,2,5,4,4]{4,3,2,1,0} broadcast(%m), dimensions={0,2,3,4}
   ROOT %r = (f32[6,2,5,4,4]{4,3,2,1,0}, f32[6,2,5,4,4]{4,3,2,1,0}) tuple(%b, %b1)
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 # One pinned parameter read by two transposes with pinned results: both want
 # {0,1}, one copy serves both, each for its own reason.

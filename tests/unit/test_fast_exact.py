@@ -91,7 +91,7 @@ func.func @main(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<f3
   %c = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %a, %b, %c : tensor<4xf32>, tensor<8xf32>, tensor<f32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     a = assign_text(text, "xla-cpu").assignment
     reducers = [c.id for c in a.graph.comps if not c.is_entry]
     assert len(reducers) == 3

@@ -122,7 +122,7 @@ func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: ten
   }) : (tensor<i32>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 B1_IF_CAPTURE = """\
 func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: tensor<3x2xf32>, %p: tensor<i1>) -> tensor<3x2xf32> {
@@ -134,7 +134,7 @@ func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: ten
   }) : (tensor<i1>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 @pytest.mark.parametrize("text", [B1_CASE_CAPTURE, B1_IF_CAPTURE], ids=["case", "if"])
@@ -223,7 +223,7 @@ func.func public @main(%x: tensor<4x2x4x1xf32>, %i: tensor<i32>, %u: tensor<bf16
   %2 = stablehlo.reshape %1 : (tensor<3x2x3x1xi1>) -> tensor<9x2xi1>
   return %2 : tensor<9x2xi1>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b4_idempotent_with_auto_parameter():
@@ -266,7 +266,7 @@ func.func public @main(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<3x2x
   %1 = func.call @f(%y) : (tensor<2x3xf32>) -> tensor<3x2xf32>
   return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b5_reported_copies_are_in_the_module():
@@ -343,7 +343,7 @@ func.func public @main(%x: tensor<2x3xf32> {mhlo.layout_mode = "{0,1}"}, %i: ten
   }) : (tensor<i1>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b8_call_in_branch_output_verifies():
@@ -431,7 +431,7 @@ func.func public @main(%p: tensor<i1>, %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   }) : (tensor<i1>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b11_capture_of_a_value_a_call_returned_twice():
@@ -485,7 +485,7 @@ func.func public @main(%x: tensor<1x1x1xf32> {mhlo.layout_mode = "{2,0,1}"}, %y:
   %1 = func.call @f(%y) : (tensor<1x1x1xf32>) -> tensor<1xf32>
   return %0, %1 : tensor<1xf32>, tensor<1xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b13_clones_fed_different_layouts_are_not_folded():

@@ -1,8 +1,9 @@
 """A fixed slice of the XLA:GPU differential test (tests/differential/gpu_run.py) in the normal suite.
 
 Eight generated GPU programs and three model-library programs (haiku,
-equinox, flax) are compiled deviceless by XLA:GPU for the A100 and the H100 configs (dumps cached under bench/cache/gpu-differential/, so
-reruns only run our pass) and our ``xla-gpu`` target, given the same GPU, is
+equinox, flax) are compiled deviceless by XLA:GPU for the A100 and the H100
+configs (dumps cached under bench/cache/gpu-differential/, so reruns only
+run our pass) and our ``xla-gpu`` target, given the same GPU, is
 compared with XLA's after-layout-assignment dump.  The floors are the levels
 measured when the slice was last raised: they guard against regressions.
 The slice is the ``oracle`` tier (``pytest -m oracle``); the fast tier compiles and compares

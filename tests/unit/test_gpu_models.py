@@ -31,7 +31,7 @@ func.func public @main(%x: tensor<1x16x32x32xf32>, %w: tensor<32x16x3x3xf32>) ->
   %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x16x32x32xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x32x32xf32>
   return %0 : tensor<1x32x32x32xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 NHWC, NCHW = (1, 3, 2, 0), (3, 2, 1, 0)
 
 

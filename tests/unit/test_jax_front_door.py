@@ -23,7 +23,7 @@ from stablehlo_layout.ir import mlir  # noqa: E402
 from stablehlo_layout.frontends.api import assign_module  # noqa: E402
 from stablehlo_layout.model.errors import InputError  # noqa: E402
 from stablehlo_layout.report.explain import rule_text  # noqa: E402
-from stablehlo_layout.frontends.jax import (
+from stablehlo_layout.frontends.jax import (  # noqa: E402
     analyze,
     is_reference,
     load_reference,

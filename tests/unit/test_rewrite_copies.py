@@ -13,7 +13,7 @@ from array import array
 import pytest
 
 from stablehlo_layout import _core
-from stablehlo_layout.ir import capi, importer, mlir, rewrite
+from stablehlo_layout.ir import capi, mlir, rewrite
 from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.model.errors import InputError, PassError
 from tests.conftest import load_text

@@ -139,7 +139,7 @@ ENTRY %main.3 (p: (f32[16,4], f32[4,16])) -> (f32[4,16], f32[16,4]) {
   %n = f32[16,4]{1,0} negate(%x)
   ROOT %r = (f32[4,16]{1,0}, f32[16,4]{1,0}) tuple(%a, %n)
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_all_default_entry_layouts_of_a_dump_stay_pinned_under_free(tmp_path: Path, dump: Path) -> None:
