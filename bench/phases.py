@@ -22,9 +22,10 @@ def start() -> None:
     from stablehlo_layout.ir.deferred_numpy import import_bindings
 
     import_bindings()  # as cli.run does first
-    from stablehlo_layout.frontends import api as assignment, cli
-    from stablehlo_layout.ir import importer, mlir, rewrite
-    from stablehlo_layout.engine import driver
+    # Imported for what importing them costs: the names are not used here.
+    from stablehlo_layout.frontends import api as assignment, cli  # noqa: F401
+    from stablehlo_layout.ir import importer, mlir, rewrite  # noqa: F401
+    from stablehlo_layout.engine import driver  # noqa: F401
     from stablehlo_layout import targets  # noqa: F401
 
 

@@ -537,7 +537,8 @@ def render(rows: list[Row], repeat: int, xla_repeat: int) -> str:
         f"mem (tm) = tracemalloc peak of Python allocations during import+propagate+rewrite / RSS growth of parsing "
         f"the module in a fresh process, target < {TARGET_MEMORY_RATIO}",
         "mem (rss) = RSS peak growth during import+propagate+rewrite (VmHWM, no tracemalloc) / the same parsed-module RSS",
-        "instrs = instructions in XLA's before-layout-assignment dump (xla-dump) or in our graph after inlining (jax-export)",
+        "instrs = instructions in XLA's before-layout-assignment dump (xla-dump) or in our graph after inlining "
+        "(jax-export)",
     ]
     for r in rows:
         mem = r.ours.memory
@@ -563,7 +564,8 @@ def render(rows: list[Row], repeat: int, xla_repeat: int) -> str:
                 for a, b in zip(rs, rs[1:]):
                     k = math.log(b.ours.pass_ms / a.ours.pass_ms) / math.log(b.instructions / a.instructions)
                     xk = math.log(b.xla_ms / a.xla_ms) / math.log(b.instructions / a.instructions)
-                    steps.append(f"L={a.layers}->{b.layers} ours {k:.2f}" + (f" XLA {xk:.2f}" if source == "xla-dump" else ""))
+                    xla = f" XLA {xk:.2f}" if source == "xla-dump" else ""
+                    steps.append(f"L={a.layers}->{b.layers} ours {k:.2f}" + xla)
                 notes.append(f"  step exponents ({source}): " + "; ".join(steps))
     return "\n".join(lines + notes + render_commands(rows, repeat))
 
@@ -594,7 +596,8 @@ def render_commands(rows: list[Row], repeat: int) -> list[str]:
         "",
         "assign = `stablehlo-layout assign --target xla-cpu DUMP > /dev/null`; baseline = `python bench/baseline.py DUMP`"
         " (the same bindings: parse, walk every op once, print, nothing else)",
-        f"RSS = the process's peak resident set (its own VmHWM, start-up to exit: bench/peak.py); RSS ratio = assign / baseline, "
+        "RSS = the process's peak resident set (its own VmHWM, start-up to exit: bench/peak.py); "
+        "RSS ratio = assign / baseline, "
         f"target <= {TARGET_RSS_RATIO}",
         f"explain = `stablehlo-layout explain --target xla-cpu DUMP` with its what-if fixes; explain/assign target "
         f"<= {TARGET_EXPLAIN_RATIO}",
@@ -684,8 +687,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.json or os.path.join(CACHE, "last_run.json")
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     with open(out, "w") as f:
-        json.dump({"engine": [engine_at_start, engine_at_end], "loadavg_end": os.getloadavg(), "repeat": repeat, "xla_repeat": xla_repeat, "rows": [
-            dict(asdict(r), pass_ms=r.ours.pass_ms) for r in rows]}, f, indent=1)
+        json.dump({"engine": [engine_at_start, engine_at_end], "loadavg_end": os.getloadavg(), "repeat": repeat,
+                   "xla_repeat": xla_repeat, "rows": [dict(asdict(r), pass_ms=r.ours.pass_ms) for r in rows]},
+                  f, indent=1)
     return 0
 
 

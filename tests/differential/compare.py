@@ -267,7 +267,7 @@ class XlaSide:
         c = self.hlo.comps[comp]
         if c.is_entry:
             return "ROOT"
-        for instr, attr, _k in c.callers:
+        for instr, _attr, _k in c.callers:
             if self.hlo.instrs[instr].opcode == "call":
                 return "ROOT@" + comp
             return "ROOT@" + instr
@@ -471,7 +471,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         xi = after.instrs.get(name)
         if xi is None or xi.opcode in ("tuple", "get-tuple-element"):
             continue
-        for idx, s in leaves(xi.shape):
+        for _idx, s in leaves(xi.shape):
             if isinstance(s, ArrayShape) and s.rank >= 2:
                 xla_named += 1
 

@@ -15,8 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(REPO)}
+from tests.support import ROOT
+
+ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
 
 # What every program may use: jax, lax, the device and the layout pins.
 PRELUDE = """
@@ -40,6 +41,6 @@ open(sys.argv[1] + "/after.txt", "w").write(dumps.after)
 def compile_in_child(program: str, folder: Path) -> tuple[Path, Path]:
     """Run ``PRELUDE + program + WRITE_DUMPS`` in a child; the paths of its before and after dumps."""
     out = subprocess.run([sys.executable, "-c", PRELUDE + program + WRITE_DUMPS, str(folder)], env=ENV,
-                         cwd=REPO, capture_output=True, text=True)
+                         cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     return folder / "before.txt", folder / "after.txt"

@@ -21,14 +21,14 @@ import tempfile
 import time
 from typing import Any
 
+from tests.support import ROOT
+
 from .oracle import OracleResult, _short, _skip_reason, find_dumps, finish, keep_dumps
 
 # Bump when the way programs are compiled for the GPU changes (it keys the dump cache).
 GPU_ORACLE_VERSION = 1
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-SHIPPED_CONFIGS = os.path.join(REPO, "stablehlo_layout", "targets", "gpus")
+SHIPPED_CONFIGS = os.path.join(ROOT, "stablehlo_layout", "targets", "gpus")
 
 def oracle_available() -> tuple[bool, str]:
     """(True, "") when XLA:GPU's compiler can be loaded here; else (False, why not)."""

@@ -31,11 +31,12 @@ import time
 from collections import Counter
 from typing import Any
 
+from tests.support import ROOT
+
 from .gpu_oracle import GPU_ORACLE_VERSION, config_path, gpu_name, oracle_available
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_CACHE = os.path.join(REPO, "bench", "cache", "gpu-differential")
+HERE = os.path.dirname(os.path.abspath(__file__))  # this harness's folder: its program sources
+DEFAULT_CACHE = os.path.join(ROOT, "bench", "cache", "gpu-differential")
 DEFAULT_GPUS = "a100,h100"
 
 

@@ -452,7 +452,8 @@ def _shape_preserving(b: _Builder, shape: tuple[int, ...]) -> tuple[str, Callabl
     if kind == "swap" and r >= 2:
         i, j = b.rng.sample(range(r), 2)
         ax = b.rng.randrange(r)
-        return f"swapaxes({i},{j})+cumsum+swap", (lambda x: jnp.swapaxes(jnp.cumsum(jnp.swapaxes(x, i, j), axis=ax), i, j) * 0.5), []
+        return (f"swapaxes({i},{j})+cumsum+swap",
+                (lambda x: jnp.swapaxes(jnp.cumsum(jnp.swapaxes(x, i, j), axis=ax), i, j) * 0.5), [])
     if kind == "cumsum":
         ax = b.rng.randrange(r)
         return f"cumsum({ax})", (lambda x: jnp.cumsum(x, axis=ax) * 0.5), []

@@ -28,9 +28,10 @@ from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import Any
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-DEFAULT_CACHE = os.path.join(REPO, "bench", "cache", "differential")
+from tests.support import ROOT
+
+HERE = os.path.dirname(os.path.abspath(__file__))  # this harness's folder: its program sources
+DEFAULT_CACHE = os.path.join(ROOT, "bench", "cache", "differential")
 
 
 def generator_hash() -> str:
@@ -155,7 +156,7 @@ def _process_task(task: dict[str, Any]) -> dict[str, Any]:
 
 def _worker(conn: Any) -> None:
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
-    sys.path.insert(0, REPO)
+    sys.path.insert(0, str(ROOT))
     while True:
         try:
             task = conn.recv()

@@ -330,7 +330,7 @@ class _Layouts:
             f = funcs.get(name)
             if f is None or f is main:
                 continue
-            for i, a in enumerate(f.regions[0].blocks[0].arguments):
+            for i, _a in enumerate(f.regions[0].blocks[0].arguments):
                 lays = {self.layout(c.operands[i]) for c in ops} - {None}
                 if len(lays) > 1:
                     shown = ", ".join(L.format_layout(x) if x is not None else "?" for x in lays)
@@ -353,7 +353,6 @@ class _Layouts:
             self.bad(prop, f"{where}: {what}: {L.format_layout(la)} vs {L.format_layout(lb)}")
 
     def check(self, original_pins: dict[str, list[str | None]]) -> None:
-        top = self.m.operation
         for op in self.live:
             name = op.name
             where = f"{name} at {op.location}"

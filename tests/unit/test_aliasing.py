@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -13,8 +12,8 @@ from stablehlo_layout.engine.aliasing import aliased_operands
 from stablehlo_layout.ir.importer import IN_PLACE_MARK
 from tests.conftest import analyze_text, assign_text
 from tests.support.equivalence import assert_bit_identical
+from tests.support import ROOT
 
-REPO = Path(__file__).resolve().parents[2]
 
 ALIAS = "#stablehlo.output_operand_alias<output_tuple_indices = [{out}], operand_index = {n}, operand_tuple_indices = []>"
 
@@ -130,7 +129,7 @@ def test_explain_says_why_and_what_would_remove_it():
     assert doc["summary"]["copies"] == len(r.copies)
     kinds = sorted(c["kind"] for c in doc["copies"])
     assert kinds.count("in-place") == 1 and kinds.count("relayout") == len(r.copies) - 1
-    schema = json.loads((REPO / "docs" / "explain.schema.json").read_text())
+    schema = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
     jsonschema.validate(doc, schema)
     # A parameter read by the call only, without a relayout: donating it is the way out.
     free = assign_text(ON_PARAMETER.replace("%a: tensor<4x4xf32>", '%a: tensor<4x4xf32> {mhlo.layout_mode = "{0,1}"}'),
@@ -147,7 +146,7 @@ def test_a_relayout_fix_is_not_blocked_by_the_in_place_copy_of_the_same_use():
 
 def test_the_rewritten_module_computes_the_same_bits():
     # Real LAPACK potrf on CPU, original against rewritten (with its in-place copies).
-    src = (REPO / "tests" / "lit" / "Inputs" / "jax" / "cholesky.mlir").read_text()
+    src = (ROOT / "tests" / "lit" / "Inputs" / "jax" / "cholesky.mlir").read_text()
     for target in ("xla-cpu", "generic"):
         r = assign_text(src, target)
         assert in_place(r), target
@@ -160,7 +159,7 @@ def test_xla_cpu_dump_copies_are_all_ours():
     """jnp.linalg on XLA:CPU: every copy of XLA's after dump, the four same-layout ones included."""
     from tests.differential.compare import compare_dumps
 
-    pair = REPO / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
+    pair = ROOT / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
     r = compare_dumps(str(pair / "before.txt"), str(pair / "after.txt"), "xla-cpu")
     assert r["agree"] == r["values"] > 0
     assert [d for d in r["diffs"] if d["kind"] != "layout"] == []
@@ -169,7 +168,7 @@ def test_xla_cpu_dump_copies_are_all_ours():
 
 
 def test_the_dump_reads_with_its_in_place_copies_marked():
-    pair = REPO / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
+    pair = ROOT / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
     from stablehlo_layout.frontends.api import assign_module
 
     r = assign_module(mlir.read_input(str(pair / "before.txt"), mlir.make_context()), "xla-cpu")
@@ -180,7 +179,7 @@ def test_the_dump_reads_with_its_in_place_copies_marked():
 def test_the_differential_report_says_why_xla_made_each_copy():
     from tests.differential.compare import compare_dumps
 
-    pair = REPO / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
+    pair = ROOT / "tests" / "unit" / "xla_dumps" / "linalg_cpu"
     r = compare_dumps(str(pair / "before.txt"), str(pair / "after.txt"), "xla-cpu")
     whys = [c["why"] for c in r["xla_copy_info"]]
     in_place_whys = sorted(w for w in whys if w.startswith("in-place operand"))

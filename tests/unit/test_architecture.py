@@ -14,7 +14,8 @@ import ast
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 PACKAGE = "stablehlo_layout"
 # Top first; ``python -m stablehlo_layout`` (__main__) runs the command, above every stage.
 STAGES = ("__main__", "passes", "frontends", "report", "xla", "ir", "engine", "targets", "model")

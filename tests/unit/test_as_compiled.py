@@ -16,27 +16,28 @@ import importlib.util
 import json
 import os
 import signal
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.support import ROOT
+
 jax = pytest.importorskip("jax")
 jnp = jax.numpy
 
-from stablehlo_layout.frontends import cli
+from stablehlo_layout.frontends import cli  # noqa: E402
 from stablehlo_layout.ir import mlir  # noqa: E402
 from stablehlo_layout.xla import dumps as xla_dumps, pipeline as xla_compile  # noqa: E402
 from stablehlo_layout.model.errors import InputError  # noqa: E402
 from stablehlo_layout.ir.metadata import entry_parameter_key, read_sources  # noqa: E402
 from stablehlo_layout.xla.gpu_deviceless import plugin_available  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
 from tests.differential.as_compiled import check, programs  # noqa: E402
+from tests.support.tiers import ORACLE, one_fast  # noqa: E402
+
+# The realistic program in the fast tier; the rest run with -m oracle.
+FAST = {"mlp_train_step"}
 
 
 
@@ -56,7 +57,7 @@ def tmpdir_for_dumps(tmp_path, monkeypatch):
 # -- realistic programs against XLA:CPU ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("program", programs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("program", one_fast(programs(), FAST, key=lambda p: p.name), ids=lambda p: p.name)
 def test_realistic_program_agrees_with_xla_cpu(program, tmp_path):
     r = check(program, "xla-cpu", workdir=str(tmp_path))
     assert r["status"] == "ok", r
@@ -116,6 +117,7 @@ def _gpu_device(name: str):
 A100_PROGRAMS = {"conv_nchw_train_step", "conv_nhwc_train_step", "conv_nchw_forward_bf16"}
 
 
+@ORACLE
 @pytest.mark.parametrize("gpu_name", ["h100", "a100"])
 def test_realistic_programs_agree_with_deviceless_xla_gpu(gpu_name, tmp_path):
     gpu, device = _gpu_device(gpu_name)
@@ -207,7 +209,7 @@ def test_json_validates_against_the_schema(user_export, capsys):
     export, _ = user_export
     code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", "--json", str(export))
     assert code == 0, err
-    schema = json.loads((REPO / "docs" / "explain.schema.json").read_text())
+    schema = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
     jsonschema.validate(json.loads(out), schema)
 
 
@@ -251,7 +253,7 @@ def test_entry_layouts_reach_the_compile(capsys, tmp_path):
             return %a : tensor<4x16xf32>
           }
         }
-        '''))
+        '''))  # noqa: E501 (IR text, one op per line, as the tool reads it)
     module = mlir.read_input(str(src), mlir.make_context())
     compiled = xla_compile.compile_module(module, str(src), "xla-cpu")
     header = compiled.before.splitlines()[0]
@@ -275,13 +277,13 @@ def test_function_reference_as_compiled(capsys):
     assert code == 0, err
     report = json.loads(out)
     assert report["compiled_by"] == "XLA:CPU"
-    models = str(REPO / "examples" / "models.py")
+    models = str(ROOT / "examples" / "models.py")
     assert any(u.get("source", {}).get("file") == models for c in report["copies"] for u in c["consumers"])
 
 
 def test_hlo_text_input_as_compiled(capsys):
     code, out, err = _run(capsys, "assign", "--as-compiled", "--target", "xla-cpu",
-                          str(REPO / "examples" / "xla_dump" / "before_layout-assignment.txt"))
+                          str(ROOT / "examples" / "xla_dump" / "before_layout-assignment.txt"))
     assert code == 0, err
     assert "mhlo.copy" in out
 
@@ -487,7 +489,7 @@ ENTRY %main.1 (x.1: f32[8,16]) -> f32[16,8] {
   %neg.1 = f32[8,16]{1,0} negate(%x.1), metadata={op_name="jit(net)/neg" stack_frame_id=2}
   ROOT %transpose.1 = f32[16,8]{0,1} transpose(%neg.1), dimensions={1,0}, metadata={op_name="jit(net)/transpose" source_file="/src/old.py" source_line=12}
 }
-'''
+'''  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_read_sources_follows_stack_frames_and_source_lines():
@@ -542,7 +544,7 @@ def test_function_reference_for_xla_gpu_is_lowered_for_cuda(capsys):
     assert "cusolver_potrf_ffi" in out and "lapack_" not in out
 
 
-@pytest.mark.parametrize("program", programs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("program", one_fast(programs(), FAST, key=lambda p: p.name), ids=lambda p: p.name)
 def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, capsys):
     """XLA's module, laid out and rewritten by us, computes what the user's program computes."""
     from tests.support.equivalence import assert_bit_identical
@@ -557,12 +559,12 @@ def test_as_compiled_output_computes_bit_identical_results(program, tmp_path, ca
 
 def test_readme_walkthrough(capsys, monkeypatch):
     """The README's first walkthrough, as printed there."""
-    monkeypatch.chdir(REPO)
+    monkeypatch.chdir(ROOT)
     args = ["--arg", "f32[2,3,16,16]", "--arg", "f32[8,3,3,3]", "--arg", "f32[16,8,3,3]"]
     code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-cpu", "examples.models:convnet_nchw",
                           *args)
     assert code == 0, err
-    readme = (REPO / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     for line in ("copy #1: f32[2,16,16,3] {2,1,3,0} -> {3,2,1,0}",
                  "  consumer: operand 0 of stablehlo.convolution at convolution "
                  "(jit(convnet_nchw)/conv_general_dilated at examples/models.py:78)",

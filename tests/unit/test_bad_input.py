@@ -14,15 +14,14 @@ import os
 import random
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import load_text
 
-CLI = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-REPO = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import environment, run_command
 
 VALID = """\
 func.func public @main(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
@@ -33,8 +32,9 @@ func.func public @main(%x: tensor<3x2xf32>) -> tensor<2x3xf32> {
 
 
 def cli(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], cwd=cwd, input=stdin, capture_output=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    """The command in ``cwd``, bytes in and out, the checkout first on its path."""
+    return run_command(*args, cwd=cwd, stdin=stdin, env=environment({"PYTHONPATH": str(ROOT)}), text=False,
+                       timeout=120)
 
 
 def snapshot(path: Path) -> tuple[bytes, int] | None:
@@ -339,7 +339,7 @@ func.func public @main(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
   %2 = stablehlo.uniform_dequantize %1 : (tensor<3x2x!quant.uniform<i8:f32, 0.1>>) -> tensor<3x2xf32>
   return %2 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 @pytest.mark.xfail(strict=True, reason=(
@@ -426,10 +426,8 @@ def test_output_to_a_pipe_is_written_in_place(tmp_path):
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
     reader.start()
-    src = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                       "examples", "pinned_transpose.mlir")
-    proc = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "assign", src, "-o", str(fifo)],
-                          capture_output=True, text=True, timeout=120)
+    src = str(ROOT / "examples" / "pinned_transpose.mlir")
+    proc = run_command("assign", src, "-o", str(fifo), env=environment(), timeout=120)
     reader.join(timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)

@@ -17,8 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-BENCH = REPO / "bench"
+from tests.support import ROOT
+
+BENCH = ROOT / "bench"
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
@@ -30,7 +31,7 @@ ENV = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def _python(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], cwd=REPO, capture_output=True, env=ENV)
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, env=ENV)
 
 
 def test_baseline_prints_the_module_as_read() -> None:
@@ -38,7 +39,7 @@ def test_baseline_prints_the_module_as_read() -> None:
 
     proc = _python("bench/baseline.py", DUMP)
     assert proc.returncode == 0, proc.stderr
-    want = mlir.final_text_bytes(mlir.read_input(str(REPO / DUMP), mlir.make_context()))
+    want = mlir.final_text_bytes(mlir.read_input(str(ROOT / DUMP), mlir.make_context()))
     assert proc.stdout == want
     assert b"mhlo.copy" not in proc.stdout  # nothing assigned: the floor, not the pass
 
@@ -88,7 +89,7 @@ def test_whole_commands_table() -> None:
 def test_instruction_phases_run_natively() -> None:
     """The callgrind children's script, without callgrind: every stop runs to its end and leaves cleanly."""
     for stop in ("startup", "print"):
-        proc = _python("-c", instructions._CHILD, str(REPO / DUMP), stop, str(REPO))
+        proc = _python("-c", instructions._CHILD, str(ROOT / DUMP), stop, str(ROOT))
         assert proc.returncode == 0, (stop, proc.stderr[-2000:])
     assert instructions.STEPS[0] == "startup" and instructions.STEPS[-1] == "print"
 
@@ -103,7 +104,7 @@ def test_instruction_command_child_runs_the_checkout_it_is_given(tmp_path) -> No
     proc = _python("-c", instructions._COMMAND, str(code), "assign", "x.mlir")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == b"other checkout ['assign', 'x.mlir']"
-    proc = _python("-c", instructions._COMMAND, str(REPO), "assign", "--target", "xla-cpu", str(REPO / DUMP))
+    proc = _python("-c", instructions._COMMAND, str(ROOT), "assign", "--target", "xla-cpu", str(ROOT / DUMP))
     assert proc.returncode == 0 and proc.stdout.startswith(b"module"), proc.stderr[-2000:]
 
 
@@ -119,22 +120,22 @@ def test_instruction_counts_with_explain_print_its_ratio_to_the_command(monkeypa
 
     monkeypatch.setattr(instructions, "count", fake_count)
     monkeypatch.setattr(instructions.shutil, "which", lambda name: "/usr/bin/" + name)
-    assert instructions.main(["--input", str(REPO / DUMP), "--explain"]) == 0
+    assert instructions.main(["--input", str(ROOT / DUMP), "--explain"]) == 0
     assert sorted(asked) == sorted(counts)
     out = capsys.readouterr().out
     assert "explain         900.0 M instructions" in out and ": 1.50x the command" in out
     asked.clear()
-    assert instructions.main(["--input", str(REPO / DUMP)]) == 0
+    assert instructions.main(["--input", str(ROOT / DUMP)]) == 0
     assert "explain" not in asked
 
 
 def test_alternate_runs_both_checkouts_in_turns() -> None:
     """bench/alternate.py: one line per process, this checkout then the other, each with every pass phase."""
-    proc = _python("bench/alternate.py", "--code", str(REPO), "--input", str(REPO / DUMP), "--runs", "2",
+    proc = _python("bench/alternate.py", "--code", str(ROOT), "--input", str(ROOT / DUMP), "--runs", "2",
                    "--repeat", "1")
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.decode().splitlines()
-    assert lines[0] == f"input: {REPO / DUMP}"
+    assert lines[0] == f"input: {ROOT / DUMP}"
     runs = [line.split()[:3] for line in lines[1:]]
     assert runs == [["run", "1", "this"], ["run", "1", "other"], ["run", "2", "this"], ["run", "2", "other"]]
     for line in lines[1:]:
@@ -146,7 +147,7 @@ def test_alternate_names_a_checkout_that_fails(tmp_path) -> None:
     code = tmp_path / "broken"
     (code / "stablehlo_layout").mkdir(parents=True)
     (code / "stablehlo_layout" / "__init__.py").write_text("raise ImportError('broken checkout')\n")
-    proc = _python("bench/alternate.py", "--code", str(code), "--input", str(REPO / DUMP), "--runs", "1",
+    proc = _python("bench/alternate.py", "--code", str(code), "--input", str(ROOT / DUMP), "--runs", "1",
                    "--repeat", "1")
     assert proc.returncode != 0
     assert b"the other checkout's run failed" in proc.stderr

@@ -21,7 +21,9 @@ from stablehlo_layout.frontends import cli
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.engine.result import Assignment
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "pinned_transpose.mlir"
+from tests.support import ROOT
+
+EXAMPLE = ROOT / "examples" / "pinned_transpose.mlir"
 
 
 def _alive(cls: type) -> int:

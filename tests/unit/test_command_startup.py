@@ -12,7 +12,6 @@ the real one.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -20,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import QUIET, environment, run_command
+
 EXAMPLE = str(ROOT / "examples" / "pinned_transpose.mlir")
-TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 
 def _imported(stderr: str) -> set[str]:
@@ -32,8 +31,7 @@ def _imported(stderr: str) -> set[str]:
 
 
 def test_assign_on_mlir_text_imports_neither_numpy_nor_what_it_does_not_use() -> None:
-    out = subprocess.run([sys.executable, "-X", "importtime", *TOOL[1:], "assign", EXAMPLE],
-                         capture_output=True, text=True, env=ENV)
+    out = run_command("assign", EXAMPLE, python=["-X", "importtime"])
     assert out.returncode == 0, out.stderr[-2000:]
     assert "mhlo.copy %arg0" in out.stdout  # it did its work: the example's one copy
     modules = _imported(out.stderr)
@@ -46,8 +44,7 @@ def test_assign_on_mlir_text_imports_neither_numpy_nor_what_it_does_not_use() ->
 @pytest.mark.parametrize("target", ["generic", "xla-cpu"])
 def test_a_cpu_run_imports_no_gpu_target(target: str) -> None:
     """The GPU target's rules and GPU models load when a GPU target is asked for, not before."""
-    out = subprocess.run([sys.executable, "-X", "importtime", *TOOL[1:], "assign", "--target", target, EXAMPLE],
-                         capture_output=True, text=True, env=ENV)
+    out = run_command("assign", "--target", target, EXAMPLE, python=["-X", "importtime"])
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'xla_shape = "f32[4,16]{1,0}"' in out.stdout  # it did its work
     modules = _imported(out.stderr)
@@ -79,7 +76,7 @@ def test_the_gpu_target_and_its_models_load_on_first_use() -> None:
 
 def _python(script: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
-                          env=ENV, cwd=ROOT)
+                          env=environment(QUIET), cwd=ROOT)
 
 
 def test_jaxlib_attribute_builders_load_numpy_when_they_run() -> None:
@@ -129,6 +126,6 @@ def test_assign_on_a_jax_export_artifact_still_imports_jax(tmp_path: Path) -> No
     art = tmp_path / "f.bin"
     spec = jax.ShapeDtypeStruct((16, 4), jnp.float32)
     art.write_bytes(bytes(jax.export.export(jax.jit(lambda x: jnp.sin(x).T))(spec).serialize()))
-    out = subprocess.run([*TOOL, "assign", "--target", "xla-cpu", str(art)], capture_output=True, text=True, env=ENV)
+    out = run_command("assign", "--target", "xla-cpu", str(art))
     assert out.returncode == 0, out.stderr[-2000:]
     assert "stablehlo.transpose" in out.stdout and 'xla_shape = "f32[4,16]{1,0}"' in out.stdout

@@ -19,8 +19,9 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import assign_module
 from tests.support.equivalence import assert_bit_identical
+from tests.support import ROOT
 
-LIT_DIR = Path(__file__).resolve().parents[1] / "lit"
+LIT_DIR = ROOT / "tests" / "lit"
 JAX_INPUTS = sorted((LIT_DIR / "Inputs" / "jax").glob("*.mlir"))
 # Hand-written inputs: the cf_*.mlir lit files themselves, plus inputs kept under
 # Inputs/ because the tool currently rewrites them into invalid IR.

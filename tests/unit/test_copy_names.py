@@ -67,7 +67,7 @@ module @jit_f {
     return %3 : tensor<8x4xf32>
   }
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def _assigned(ctx: ir.Context, names: bool, path=None):

@@ -10,15 +10,17 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from stablehlo_layout import _core
 from stablehlo_layout.ir.importer import import_module
 from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import GenericTarget
 from tests.conftest import load_text
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
+@pytest.mark.slow  # CMake configures and builds the core's C++ tests from scratch
 def test_the_core_unit_tests_pass(tmp_path: Path):
     cmake = shutil.which("cmake")
     assert cmake is not None, "cmake is needed to build the package; it is not on PATH"

@@ -7,7 +7,6 @@ a copy's demand stays in the store until someone reads it.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -18,7 +17,8 @@ from stablehlo_layout.engine.driver import assign_layouts, run
 from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import XlaCpuTarget
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 DUMP = ROOT / "tests" / "unit" / "xla_dumps" / "linalg_cpu" / "before.txt"  # XLA:CPU's own, a real program
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import deep
+from tests.support import ROOT, deep
 
-ROOT = Path(__file__).resolve().parents[2]
+# 10,000-deep programs through every command: minutes on two cores.
+pytestmark = pytest.mark.slow
 
 _SCRIPT = """
 import json, sys

@@ -12,7 +12,6 @@ around forwarding and tuple-operand ops, and the reshapes an XLA pass made.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -31,7 +30,8 @@ from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets import XlaCpuTarget
 from stablehlo_layout.targets.xla_version import loop_demands_first
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 INPUTS = [
     "tests/lit/Inputs/xla_cpu_dump/head_proj.before_layout-assignment.txt",  # late reshapes
     "tests/unit/xla_dumps/linalg_cpu/before.txt",

@@ -33,6 +33,7 @@ def test_the_slice_names_real_models():
     assert set(SLICE) <= set(MODELS)
 
 
+@pytest.mark.oracle
 def test_every_model_compiles_and_compares(results):
     s = summarize(results)
     report = format_report(results, show=10)
@@ -41,6 +42,7 @@ def test_every_model_compiles_and_compares(results):
     assert not s["tool_errors"], report
 
 
+@pytest.mark.oracle
 def test_slice_agrees_with_xla(results):
     # Measured when the slice was added: all 1047 named values and all 87 of
     # XLA's copy edges (by source value and layout), the no-op copies of the

@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 SECTION = "\u00a7"
 DOCS = {"DESIGN": "docs/DESIGN.md", "XLA": "docs/XLA.md"}
 HEADING = re.compile(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", re.M)

@@ -51,7 +51,7 @@ module attributes {mhlo.xla_entry_computation_parameter_layouts = [dense<[1, 0]>
     return %2 : tensor<3x4xf32>
   }
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 TWO_RESULTS = """
 func.func public @main(%arg0: tensor<3x4xf32>, %arg1: tensor<4xi32>) -> (tensor<4x3xf32>{R0}, tensor<4xi32>) {

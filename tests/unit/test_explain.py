@@ -14,8 +14,8 @@ from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import analyze
 from stablehlo_layout.report.explain import SCHEMA, explain, render_trace
 from tests.conftest import analyze_text, assign_text, load_text
+from tests.support import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCHEMA_DOC = json.load(open(os.path.join(ROOT, "docs", "explain.schema.json")))
 
 # Rules a chain may start from: every demand comes from one of these.

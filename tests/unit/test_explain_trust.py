@@ -4,7 +4,6 @@ unknown bytes for dynamic shapes; locations that name the right file."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +15,10 @@ from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import analyze
 from stablehlo_layout.report.explain import explain
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import QUIET, environment, run_command
+
 SCHEMA = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
-TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 
 # Issue 15's repro: two results pinned to layouts of another rank than the
 # transpose that feeds them; the fixer used to pin a result to the transpose's layout.
@@ -33,7 +32,7 @@ ENTRY %main (p: f32[4,4,6,5]) -> (f32[6,2,5,4,4], f32[6,2,5,4,4]) {
   %b1 = f32[6,2,5,4,4]{4,3,2,1,0} broadcast(%m), dimensions={0,2,3,4}
   ROOT %r = (f32[6,2,5,4,4]{4,3,2,1,0}, f32[6,2,5,4,4]{4,3,2,1,0}) tuple(%b, %b1)
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 # One pinned parameter read by two transposes with pinned results: both want
 # {0,1}, one copy serves both, each for its own reason.
@@ -53,16 +52,12 @@ DYNAMIC = """func.func public @main(%x: tensor<?x4xf32>) -> tensor<4x?xf32> {
 """
 
 
-def _tool(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, *args], capture_output=True, text=True, env=ENV, **kw)
-
-
 def test_issue_repro_explains_with_fixes(tmp_path: Path) -> None:
     src = tmp_path / "repro.hlo"
     src.write_text(REPRO)
-    with_fixes = _tool("explain", "--target", "xla-cpu", "--entry-layouts", "free", "--json", str(src))
+    with_fixes = run_command("explain", "--target", "xla-cpu", "--entry-layouts", "free", "--json", str(src))
     assert with_fixes.returncode == 0, with_fixes.stderr
-    without = _tool("explain", "--target", "xla-cpu", "--entry-layouts", "free", "--json", "--no-fixes", str(src))
+    without = run_command("explain", "--target", "xla-cpu", "--entry-layouts", "free", "--json", "--no-fixes", str(src))
     a, b = json.loads(with_fixes.stdout), json.loads(without.stdout)
     jsonschema.validate(a, SCHEMA)
     assert a["summary"]["copies"] == b["summary"]["copies"] == 3
@@ -89,7 +84,7 @@ def test_explain_with_fixes_never_fails_where_assign_succeeds(target: str, entry
 def test_every_consumer_gets_its_own_chain(tmp_path: Path) -> None:
     src = tmp_path / "two.mlir"
     src.write_text(TWO_CONSUMERS)
-    out = _tool("explain", "--json", str(src))
+    out = run_command("explain", "--json", str(src))
     doc = json.loads(out.stdout)
     jsonschema.validate(doc, SCHEMA)
     (copy,) = doc["copies"]
@@ -100,19 +95,19 @@ def test_every_consumer_gets_its_own_chain(tmp_path: Path) -> None:
     assert {"stablehlo.negate", "stablehlo.exponential"} == {
         link["subject"].split(" at ")[0].split()[-1] for ch in chains for link in ch
         if link["subject"].startswith("result of") and "transpose" not in link["subject"]}
-    text = _tool("explain", str(src)).stdout
+    text = run_command("explain", str(src)).stdout
     assert "consumer 1 wants {0,1} because:" in text and "consumer 2 wants {0,1} because:" in text
 
 
 def test_dynamic_shape_copy_costs_unknown_bytes(tmp_path: Path) -> None:
     src = tmp_path / "dyn.mlir"
     src.write_text(DYNAMIC)
-    doc = json.loads(_tool("explain", "--json", str(src)).stdout)
+    doc = json.loads(run_command("explain", "--json", str(src)).stdout)
     jsonschema.validate(doc, SCHEMA)
     (copy,) = doc["copies"]
     assert copy["cost"]["bytes_per_copy"] is None and copy["cost"]["bytes_per_execution"] is None
     assert doc["summary"]["copies_of_unknown_size"] == 1 and doc["summary"]["bytes"] == 0
-    text = _tool("explain", str(src)).stdout
+    text = run_command("explain", str(src)).stdout
     assert "cost: unknown bytes (dynamic shape) per execution" in text
     assert "0 B" not in text.split("summary:")[0]
     assert "plus 1 copy of dynamically shaped values (unknown bytes)" in text
@@ -121,16 +116,16 @@ def test_dynamic_shape_copy_costs_unknown_bytes(tmp_path: Path) -> None:
 def test_locations_name_the_input_file_in_text_json_and_python(tmp_path: Path) -> None:
     src = tmp_path / "seed.mlir"
     src.write_text((ROOT / "examples" / "pinned_transpose.mlir").read_text())
-    text = _tool("explain", str(src)).stdout
-    doc = json.loads(_tool("explain", "--json", str(src)).stdout)
-    trace = _tool("trace", str(src)).stdout
+    text = run_command("explain", str(src)).stdout
+    doc = json.loads(run_command("explain", "--json", str(src)).stdout)
+    trace = run_command("trace", str(src)).stdout
     ctx = mlir.make_context()
     _, a, _ = analyze(mlir.read_input(str(src), ctx), "generic", "default", exact=True)
     api = explain(a).copies[0]
     for shown in (text, json.dumps(doc), trace, api.explain(), api.consumers[0]["location"]):
         assert f"{src}:7:8" in shown
         assert "-:7:8" not in shown.replace(f"{src}:7:8", "")
-    stdin = _tool("explain", "--json", "-", input=src.read_text())
+    stdin = run_command("explain", "--json", "-", stdin=src.read_text())
     assert '"<stdin>:7:8"' in stdin.stdout and '"-:7:8"' not in stdin.stdout
 
 
@@ -139,7 +134,7 @@ def test_bytecode_input_claims_no_lines_of_its_own(tmp_path: Path) -> None:
     module = mlir.load((ROOT / "examples" / "pinned_transpose.mlir").read_bytes(), "x", ctx)
     blob = tmp_path / "seed.mlirbc"
     blob.write_bytes(mlir.to_bytecode(module))
-    text = _tool("explain", str(blob)).stdout
+    text = run_command("explain", str(blob)).stdout
     assert "copy #1" in text
     assert f"{blob}:" not in text  # bytecode has no lines: its positions are never shown as the file's
 
@@ -153,8 +148,8 @@ def test_jax_export_shows_the_users_source_line(tmp_path: Path) -> None:
         "    return jnp.sin(x.T)\n"
         "e = export.export(jax.jit(f))(jax.ShapeDtypeStruct((4, 6), jnp.float32))\n"
         f"open({str(tmp_path / 'f.jexp')!r}, 'wb').write(e.serialize())\n")
-    subprocess.run([sys.executable, str(program)], check=True, env=ENV, capture_output=True)
-    text = _tool("explain", str(tmp_path / "f.jexp")).stdout
+    subprocess.run([sys.executable, str(program)], check=True, env=environment(QUIET), capture_output=True)
+    text = run_command("explain", str(tmp_path / "f.jexp")).stdout
     assert f"transpose at jit(f)/transpose ({program}:4:" in text
 
 
@@ -177,7 +172,7 @@ def test_consumer_chains_through_one_long_path_are_not_repeated(tmp_path: Path) 
     n = 200
     src = tmp_path / "fan.mlir"
     src.write_text(_fan_out(n))
-    doc = json.loads(_tool("explain", "--json", str(src)).stdout)
+    doc = json.loads(run_command("explain", "--json", str(src)).stdout)
     jsonschema.validate(doc, SCHEMA)
     (copy,) = doc["copies"]
     consumers = copy["consumers"]
@@ -196,6 +191,6 @@ def test_consumer_chains_through_one_long_path_are_not_repeated(tmp_path: Path) 
         k, start = consumers[k]["chain_continues"]["consumer"], consumers[k]["chain_continues"]["link"]
     assert len(links) == 2 + 2 * (n - 1) + 1
     assert links[0]["subject"].startswith("operand 0 of stablehlo.transpose") and links[-1]["rule"] == "entry-result"
-    text = _tool("explain", "--no-fixes", str(src)).stdout
+    text = run_command("explain", "--no-fixes", str(src)).stdout
     assert len(text.splitlines()) < 10 * n
     assert "<- then as consumer 1's chain from its link 4: result of stablehlo.add" in text

@@ -18,8 +18,9 @@ from stablehlo_layout.model.errors import InputError, PassError
 from stablehlo_layout.model.options import ENTRY_MODES
 from stablehlo_layout.targets import TARGET_NAMES
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-LIT = Path(__file__).resolve().parents[1] / "lit"
+LIT = ROOT / "tests" / "lit"
 INPUTS = sorted(p for p in list(LIT.glob("*.mlir")) + list(LIT.glob("Inputs/**/*.mlir")))
 
 
@@ -90,7 +91,7 @@ func.func @main(%x: tensor<4x8xf32>) -> (tensor<4xf32>, tensor<8xf32>, tensor<f3
   %c = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
   return %a, %b, %c : tensor<4xf32>, tensor<8xf32>, tensor<f32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     a = assign_text(text, "xla-cpu").assignment
     reducers = [c.id for c in a.graph.comps if not c.is_entry]
     assert len(reducers) == 3

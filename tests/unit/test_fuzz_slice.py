@@ -35,11 +35,7 @@ test; a fix makes it XPASS and fail, so the marker must go.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -47,9 +43,10 @@ from stablehlo_layout.ir import mlir
 from tests.fuzz.generator import generate, generate_text, verifies
 from tests.fuzz.properties import TARGETS, Cache, _pins, check_program, check_target, layout_signature
 from tests.conftest import assign_text, load_text
+from tests.support import ROOT
+from tests.support.command import environment, run_command
 
 SEEDS = range(25)
-REPO = Path(__file__).resolve().parents[2]
 
 # (seed, target) -> (bug, properties that fail because of it)
 KNOWN: dict[tuple[int, str], tuple[str, set[str]]] = {}
@@ -101,9 +98,8 @@ def test_output_does_not_depend_on_the_hash_seed(tmp_path, target):
     src.write_text(generate(21).text)
     outs = []
     for hash_seed in ("1", "2"):
-        p = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "assign", "--target", target, str(src)],
-                           capture_output=True, timeout=120,
-                           env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(REPO)})
+        p = run_command("assign", "--target", target, str(src), text=False, timeout=120,
+                        env=environment({"PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(ROOT)}))
         assert p.returncode == 0, p.stderr.decode()
         outs.append(p.stdout)
     assert outs[0] == outs[1]
@@ -126,7 +122,7 @@ func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: ten
   }) : (tensor<i32>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 B1_IF_CAPTURE = """\
 func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: tensor<3x2xf32>, %p: tensor<i1>) -> tensor<3x2xf32> {
@@ -138,7 +134,7 @@ func.func public @main(%x: tensor<3x2xf32> {mhlo.layout_mode = "{0,1}"}, %y: ten
   }) : (tensor<i1>) -> tensor<3x2xf32>
   return %0 : tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 @pytest.mark.parametrize("text", [B1_CASE_CAPTURE, B1_IF_CAPTURE], ids=["case", "if"])
@@ -227,7 +223,7 @@ func.func public @main(%x: tensor<4x2x4x1xf32>, %i: tensor<i32>, %u: tensor<bf16
   %2 = stablehlo.reshape %1 : (tensor<3x2x3x1xi1>) -> tensor<9x2xi1>
   return %2 : tensor<9x2xi1>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b4_idempotent_with_auto_parameter():
@@ -270,7 +266,7 @@ func.func public @main(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> (tensor<3x2x
   %1 = func.call @f(%y) : (tensor<2x3xf32>) -> tensor<3x2xf32>
   return %0, %1 : tensor<3x2xf32>, tensor<3x2xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b5_reported_copies_are_in_the_module():
@@ -347,7 +343,7 @@ func.func public @main(%x: tensor<2x3xf32> {mhlo.layout_mode = "{0,1}"}, %i: ten
   }) : (tensor<i1>) -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b8_call_in_branch_output_verifies():
@@ -435,7 +431,7 @@ func.func public @main(%p: tensor<i1>, %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   }) : (tensor<i1>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b11_capture_of_a_value_a_call_returned_twice():
@@ -489,7 +485,7 @@ func.func public @main(%x: tensor<1x1x1xf32> {mhlo.layout_mode = "{2,0,1}"}, %y:
   %1 = func.call @f(%y) : (tensor<1x1x1xf32>) -> tensor<1xf32>
   return %0, %1 : tensor<1xf32>, tensor<1xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_b13_clones_fed_different_layouts_are_not_folded():

@@ -1,26 +1,25 @@
 """The golden comparison (tests/golden/golden.py): a slice on every run, and the tool's own logic.
 
 The full comparison -- every command, target and entry mode over the whole
-corpus, 9,120 runs, 1-4 minutes -- is ``python tests/golden/golden.py
---check`` (under each venv); this file runs the fixed slice of it
-(``--slice``: six inputs of different kinds x 30 runs each) against the
-checked-in manifest, checks that the manifest covers the whole corpus for
-both tested (Python, jax) pairs, and that a difference is reported with a
-diff of the actual bytes.
+corpus, 9,180 runs, 1-4 minutes -- is ``python tests/golden/golden.py
+--check`` (under each venv), and the ``golden`` tier's test here
+(``pytest -m golden``; ./run-tests runs it on both pairs); the fast tier runs
+the fixed slice of it (``--slice``: six inputs of different kinds x 30 runs
+each) against the checked-in manifest, checks that the manifest covers the
+whole corpus for both tested (Python, jax) pairs, and that a difference is
+reported with a diff of the actual bytes.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+import pytest
 
-from tests.golden import golden  # noqa: E402
+from tests.golden import golden
+from tests.support import ROOT
 
 # The pairs ./run-tests runs (README): both must be recorded.
 TESTED_PAIRS = ("python3.11-jax0.10.2", "python3.12-jax0.12.0.1")
@@ -43,12 +42,25 @@ def test_slice_matches_manifest() -> None:
     assert all(o.out for o in outcomes.values() if o.rc == "0")
 
 
+@pytest.mark.golden
+def test_the_whole_corpus_matches_manifest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``python tests/golden/golden.py --check`` checks: every run over the corpus, this pair's records."""
+    monkeypatch.chdir(ROOT)  # inputs are named relative to the repository root
+    paths, runs = golden.select(argparse.Namespace(slice=False, fuzz=golden.DEFAULT_FUZZ, only=None))
+    outcomes = golden.run_all(runs, None, progress=False)
+    manifest = golden.load_manifest()
+    changed = [p for p in paths if manifest["inputs"].get(p) not in (None, golden._sha((ROOT / p).read_bytes()))]
+    report = golden.compare(runs, outcomes, manifest, golden.pair(), None, shown=10)
+    assert not changed, f"inputs changed since the manifest was written: {changed[:5]}"
+    assert not report, "".join(report) + "(diffs: python tests/golden/golden.py --check --ref DIR; see its docstring)"
+
+
 def test_manifest_covers_the_corpus_for_both_pairs() -> None:
     manifest = golden.load_manifest()
     assert manifest["schema"] == golden.SCHEMA
     assert set(TESTED_PAIRS) <= set(manifest["pairs"])
     paths = golden.corpus(golden.DEFAULT_FUZZ)
-    stale = [p for p in paths if manifest["inputs"].get(p) != golden._sha((REPO / p).read_bytes())]
+    stale = [p for p in paths if manifest["inputs"].get(p) != golden._sha((ROOT / p).read_bytes())]
     assert not stale, (f"inputs new or changed since the manifest was written: {stale[:5]}; "
                        "run python tests/golden/golden.py --update under .venv and .venv-jax012")
     assert set(manifest["inputs"]) == set(paths)
@@ -60,8 +72,8 @@ def test_manifest_covers_the_corpus_for_both_pairs() -> None:
     # Every lit input and every example is in the corpus.
     for pattern in ("tests/lit/*.mlir", "tests/lit/Inputs/*.mlir", "examples/*.mlir",
                     "tests/unit/xla_gpu_dumps/*/*.before.txt", "tests/unit/xla_scenarios/*.hlo"):
-        for p in REPO.glob(pattern):
-            assert str(p.relative_to(REPO)) in manifest["inputs"], p
+        for p in ROOT.glob(pattern):
+            assert str(p.relative_to(ROOT)) in manifest["inputs"], p
 
 
 def test_gpu_dumps_run_for_their_gpu() -> None:

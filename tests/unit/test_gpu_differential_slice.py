@@ -1,10 +1,13 @@
 """A fixed slice of the XLA:GPU differential test (tests/differential/gpu_run.py) in the normal suite.
 
 Eight generated GPU programs and three model-library programs (haiku,
-equinox, flax) are compiled deviceless by XLA:GPU for the A100 and the H100 configs (dumps cached under bench/cache/gpu-differential/, so
-reruns only run our pass) and our ``xla-gpu`` target, given the same GPU, is
+equinox, flax) are compiled deviceless by XLA:GPU for the A100 and the H100
+configs (dumps cached under bench/cache/gpu-differential/, so reruns only
+run our pass) and our ``xla-gpu`` target, given the same GPU, is
 compared with XLA's after-layout-assignment dump.  The floors are the levels
 measured when the slice was last raised: they guard against regressions.
+The slice is the ``oracle`` tier (``pytest -m oracle``); the fast tier compiles and compares
+its first two generated programs for the A100, held to the same floors.
 The full run is ``python -m tests.differential.gpu_run --count 300 --seed 0 --gpu a100,h100``.
 
 XLA:GPU's compiler comes from the ``gpu-oracle`` test extra, which
@@ -28,6 +31,7 @@ SLICE_SEED = 0
 SLICE = range(8)
 MODEL_SLICE = ("haiku_resblock_nchw_train", "equinox_attention", "linen_cnn_eval")
 GPUS = ("a100", "h100")
+FAST_SLICE, FAST_GPU = range(2), "a100"  # the fast tier's programs
 
 # Measured on this slice when it was last raised, per corpus (the same on both GPUs): values agreeing,
 # non-trivial values agreeing, XLA copies matched by (source, layout).  Both installed XLAs agree on all
@@ -59,6 +63,7 @@ def gpu_results(request):
     return gpu, corpus, run_parallel(tasks, jobs=1, timeout=0, progress=False)
 
 
+@pytest.mark.oracle
 def test_slice_compiles_and_compares(gpu_results):
     from tests.differential.gpu_run import format_report, summarize
 
@@ -70,6 +75,7 @@ def test_slice_compiles_and_compares(gpu_results):
     assert s["compared"] == len(results), report
 
 
+@pytest.mark.oracle
 def test_slice_agrees_with_xla_gpu(gpu_results):
     from tests.differential.gpu_run import format_report, summarize
 
@@ -77,6 +83,24 @@ def test_slice_agrees_with_xla_gpu(gpu_results):
     s = summarize(results)
     report = format_report(results, f"{gpu}, {corpus}")
     floor = FLOORS[corpus]
+    assert s["values"] and s["agree"] / s["values"] >= floor["values"], report
+    assert s["nontrivial"] and s["nontrivial_agree"] / s["nontrivial"] >= floor["nontrivial"], report
+    assert s["xla_copies"] and s["xla_copies_matched"] / s["xla_copies"] >= floor["copies"], report
+
+
+def test_first_generated_programs_agree_with_xla_gpu():
+    """The fast tier's piece of the slice: its first generated programs on one GPU, compared and agreeing."""
+    from tests.differential.gpu_run import DEFAULT_CACHE, format_report, summarize
+    from tests.differential.run import run_parallel
+
+    tasks = [{"seed": SLICE_SEED, "index": i, "cache": DEFAULT_CACHE, "gpu": FAST_GPU} for i in FAST_SLICE]
+    results = run_parallel(tasks, jobs=1, timeout=0, progress=False)
+    s = summarize(results)
+    report = format_report(results, f"{FAST_GPU}, generated")
+    assert not s["harness_errors"], s["harness_errors"][0].get("traceback")
+    assert not s["tool_errors"], report
+    assert s["compared"] == len(results), report
+    floor = FLOORS["generated"]
     assert s["values"] and s["agree"] / s["values"] >= floor["values"], report
     assert s["nontrivial"] and s["nontrivial_agree"] / s["nontrivial"] >= floor["nontrivial"], report
     assert s["xla_copies"] and s["xla_copies_matched"] / s["xla_copies"] >= floor["copies"], report

@@ -21,8 +21,8 @@ from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu, shipped
 from stablehlo_layout.targets.gpu_config import model_from_text, parse_text_proto
 from stablehlo_layout.xla.gpu_deviceless import plugin_available
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
+from tests.support import ROOT
+from tests.support.command import environment, run_command
 
 # A small f32 convolution: NHWC on Hopper and later, NCHW before (XLA's
 # HeuristicLayoutAssignment keys on the compute capability).
@@ -31,7 +31,7 @@ func.func public @main(%x: tensor<1x16x32x32xf32>, %w: tensor<32x16x3x3xf32>) ->
   %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x16x32x32xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x32x32xf32>
   return %0 : tensor<1x32x32x32xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 NHWC, NCHW = (1, 3, 2, 0), (3, 2, 1, 0)
 
 
@@ -45,9 +45,9 @@ def run_conv(**kw):
     return assign_module(mlir.load(CONV.encode(), "conv.mlir", ctx), "xla-gpu", **kw)
 
 
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([*CLI, *args], cwd=cwd, capture_output=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """The command in ``cwd``, bytes out, the checkout first on its path."""
+    return run_command(*args, cwd=cwd, env=environment({"PYTHONPATH": str(ROOT)}), text=False, timeout=120)
 
 
 def test_shipped_models_read_their_device():
@@ -65,6 +65,7 @@ def test_shipped_models_read_their_device():
     assert XlaGpuTarget().gpu.name == "h100"
 
 
+@pytest.mark.oracle
 @pytest.mark.skipif(not plugin_available(),
                     reason="the XLA:GPU oracle (jax-cuda12-plugin==0.10.2, jax-cuda12-pjrt==0.10.2) is not installed")
 def test_shipped_configs_are_accepted_by_xla_gpu():
@@ -74,7 +75,7 @@ def test_shipped_configs_are_accepted_by_xla_gpu():
         "for path in sys.argv[1:]:\n"
         "    t = topologies.get_topology_desc(platform='cuda', target_config=open(path).read(), topology='1x1x1')\n"
         "    print(t.devices[0].device_kind)\n")
-    paths = [str(REPO / "stablehlo_layout" / "targets" / "gpus" / f"{n}.txtpb") for n in shipped_gpus()]
+    paths = [str(ROOT / "stablehlo_layout" / "targets" / "gpus" / f"{n}.txtpb") for n in shipped_gpus()]
     p = subprocess.run([sys.executable, "-c", code, *paths], capture_output=True, timeout=300,
                        env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert p.returncode == 0, p.stderr.decode()[-2000:]
@@ -87,7 +88,7 @@ def test_conv_layout_follows_the_gpu():
     assert conv_layout(run_conv(gpu="b200")) == NHWC
     assert conv_layout(run_conv(gpu="a100")) == NCHW
     assert conv_layout(run_conv(gpu="v100")) == NCHW
-    assert conv_layout(run_conv(gpu=str(REPO / "stablehlo_layout/targets/gpus/a100.txtpb"))) == NCHW
+    assert conv_layout(run_conv(gpu=str(ROOT / "stablehlo_layout/targets/gpus/a100.txtpb"))) == NCHW
 
 
 def test_a_config_file_of_our_own(tmp_path):
@@ -171,8 +172,7 @@ def test_cli_gpu_flag(tmp_path):
 def test_cli_bad_gpu_is_one_line(tmp_path, args, message):
     (tmp_path / "conv.mlir").write_text(CONV)
     (tmp_path / "bad.txtpb").write_text("gpu_device_info {\n  x 3\n}\n")
-    p = subprocess.run([*CLI, "assign", *args, "conv.mlir"], cwd=tmp_path, capture_output=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    p = cli("assign", *args, "conv.mlir", cwd=tmp_path)
     err = p.stderr.decode()
     assert p.returncode == 1 and p.stdout == b"", err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err

@@ -24,7 +24,7 @@ ENTRY %main (x: f32[8,32], w: f32[32,16], v: f32[32,1,16]) -> (f32[8,1,16], f32[
   %flat = f32[512]{0} reshape(%neg), metadata={op_name="jit(f)/neg"}
   ROOT %t = (f32[8,1,16]{2,1,0}, f32[32,16]{1,0}, f32[16,32]{1,0}) tuple(%tanh, %neg, %reshape.4)
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_a_reshape_made_with_its_operand_is_pass_created():
@@ -110,7 +110,7 @@ def test_reshapes_next_to_a_scatter_are_not_nor_a_gathers_read_by_a_pass_made_op
   %gather.2 = f32[5,4,1,1,3]{4,3,2,1,0} gather(%p, %c), offset_dims={1,2,3,4}, metadata={op_name="jit(f)/jit(_take)/gather"}
   %reshape.4 = f32[5,4,1,3]{3,2,1,0} reshape(%gather.2), metadata={op_name="jit(f)/jit(_take)/gather"}
   %transpose.9 = f32[4,5,1,3]{3,2,1,0} transpose(%reshape.4), dimensions={1,0,2,3}, metadata={op_name="jit(f)/jit(_take)/select_n"}
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     assert pass_created_reshapes(text) == set()
     jax_consumer = text.replace("%transpose.9 = f32[4,5,1,3]{3,2,1,0} transpose(%reshape.4), dimensions={1,0,2,3}",
                                 "%select_n.8 = f32[5,4,1,3]{3,2,1,0} select(%m, %reshape.4, %z)")
@@ -127,7 +127,7 @@ def test_a_reshape_without_metadata_into_a_convolution_is_pass_created():
   %convolution.1 = f32[1,3,3,8]{3,2,1,0} convolution(%x, %reshape.29), window={size=8x8 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
   %reshape.30 = f32[8,8,1,8]{3,2,1,0} reshape(%select_n.45)
   %neg = f32[8,8,1,8]{3,2,1,0} negate(%reshape.30), metadata={op_name="jit(f)/neg"}
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     assert pass_created_reshapes(text) == {"reshape.29"}
 
 

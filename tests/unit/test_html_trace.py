@@ -4,7 +4,7 @@ The browser tests drive a real headless Chromium through its DevTools
 protocol over ``--remote-debugging-pipe`` (standard library only: no
 WebSocket client, no driver download).  They need a Chromium binary
 (Debian: ``apt-get install -y chromium``) and skip with the reason when
-there is none.
+there is none.  They are the ``browser`` tier (``pytest -m browser``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from stablehlo_layout.report.html import SCHEMA, _row, deque_states, plan_calls,
 from stablehlo_layout.engine import state as P
 from stablehlo_layout.engine.result import copy_groups
 from tests.conftest import analyze_text
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SEED = "examples/pinned_transpose.mlir"
 
 
@@ -301,6 +301,7 @@ def _node_classes(b: Browser, op: str) -> str:
                 " return n ? n.getAttribute('class') : null; })()")
 
 
+@pytest.mark.browser
 def test_seed_page_in_a_browser(browser, tmp_path):
     b = browser
     g, a, _ = _analyze(SEED)
@@ -391,6 +392,7 @@ def test_seed_page_in_a_browser(browser, tmp_path):
     assert b.text("#pop") == "(none)"
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("rel,target", [
     ("tests/lit/call.mlir", "generic"), ("tests/lit/reduce.mlir", "generic"),
     ("tests/lit/sort_gather_scatter.mlir", "generic"), ("tests/lit/xla_gpu_collectives.mlir", "xla-gpu"),
@@ -430,6 +432,7 @@ def _big_module(n: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.browser
 def test_large_module_draws_only_what_is_in_view(browser, tmp_path):
     g, a, _ = _analyze("big.mlir", text=_big_module(2500))
     assert len(g.instrs) > 2500

@@ -20,7 +20,9 @@ from stablehlo_layout.ir import capi, importer, locations, mlir
 from stablehlo_layout.model.errors import InputError, PassError
 from stablehlo_layout.model.graph import Columns, Graph
 from tests.conftest import load_text
-from tests.unit.test_index import INPUTS, ROOT
+from tests.support import ROOT
+from tests.support.tiers import SLOW, one_fast
+from tests.unit.test_index import INPUTS
 
 
 def _graph_rows(g: Graph) -> dict[str, object]:
@@ -63,8 +65,9 @@ class _HandsOverEverything:
     keyed = facts = plain
 
 
-@pytest.mark.parametrize("core", ["writes", "hands-over"])
-@pytest.mark.parametrize("inline", [True, False], ids=["inline", "calls"])
+# Each mode sweeps the whole corpus: inline-writes in the fast tier, the other modes with -m slow.
+@pytest.mark.parametrize("core", one_fast(["writes", "hands-over"], {"writes"}, SLOW))
+@pytest.mark.parametrize("inline", one_fast([True, False], {True}, SLOW), ids=["inline", "calls"])
 def test_both_readings_build_the_same_graph_on_every_input(inline: bool, core: str, monkeypatch: pytest.MonkeyPatch):
     # Through the C API the core writes the ops that need no Python and the
     # walk reads the rest (regions and inlined callees walked in between);
@@ -214,7 +217,8 @@ def test_the_walk_refuses_what_it_cannot_read():
         _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("i"), {})
 
 
-@pytest.mark.parametrize("target", ["generic", "xla-cpu", "xla-gpu"])
+# Each target sweeps the whole corpus: xla-cpu in the fast tier, the others with -m slow.
+@pytest.mark.parametrize("target", one_fast(["generic", "xla-cpu", "xla-gpu"], {"xla-cpu"}, SLOW))
 def test_both_readings_write_the_same_module_on_every_input(target: str, monkeypatch: pytest.MonkeyPatch):
     # Through the C API the rewrite writes every single-array op's layout in
     # one core call (Handles.op_ptrs); through the bindings, op by op.

@@ -15,15 +15,14 @@ import gc
 import pickle
 import sys
 import tracemalloc
-from pathlib import Path
 
 import pytest
 
 from stablehlo_layout.model.graph import Graph, SharedAttrs, UseRows, own_attrs
 from stablehlo_layout.ir.importer import import_module
 from tests.conftest import load_text
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = """
 func.func @main(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8x4xf32>) {

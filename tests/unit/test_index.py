@@ -11,7 +11,6 @@ the command reads, so a walk that breaks such an order fails here by name.
 from __future__ import annotations
 
 from array import array
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,8 @@ from stablehlo_layout.engine.core import RuleTable, build_index
 from stablehlo_layout.model.rules import rule_for
 from tests.conftest import load_text
 from tests.unit.test_hlo_metadata import INLINED
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 # Inputs with regions, captures, tuples, calls (inlined or not), reordered users, dynamic shapes.
 INPUTS = sorted(
     [p for p in (ROOT / "tests" / "lit").rglob("*.mlir")]
@@ -179,7 +178,8 @@ def test_a_malformed_walk_is_a_clear_error_not_a_crash(over: dict, message: str)
 
 
 def test_uses_name_only_values_that_exist():
-    g, _ = import_module(load_text("func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"))
+    g, _ = import_module(load_text(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n  return %a : tensor<4xf32>\n}\n"))
     with pytest.raises(ValueError, match="a use names a value out of range"):
         _core.use_rows(len(g.values), array("i", [0, 1]), array("i", [3]), array("i"), array("i"))
     assert g.values[0].uses == [(1, 0)]  # the import's own, untouched

@@ -4,10 +4,11 @@ The tracked files that make the distribution are copied to a scratch
 directory and installed with pip into a fresh virtual environment, so
 nothing can come from the source tree: the command must find its modules,
 its compiled core (built from ``cpp/`` by the install itself), its ``passes``
-package and the trace page's files (package data) where pip put them.  Dependencies (jax, jaxlib, ...) are not reinstalled: the new
-environment reads the running one's site-packages through a ``.pth`` line,
-which adds that directory without running the ``.pth`` files in it (so the
-running environment's editable install stays out of the way).
+package and the trace page's files (package data) where pip put them.
+Dependencies (jax, jaxlib, ...) are not reinstalled: the new environment
+reads the running one's site-packages through a ``.pth`` line, which adds
+that directory without running the ``.pth`` files in it (so the running
+environment's editable install stays out of the way).
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
+# pip builds and installs the package (or resolves its extras) into a fresh venv: minutes.
+pytestmark = pytest.mark.install
+
 SEED = ROOT / "examples" / "pinned_transpose.mlir"
 
 

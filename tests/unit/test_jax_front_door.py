@@ -10,9 +10,10 @@ With everything pinned to the default that is a check of the plumbing; with
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
+
+from tests.support import ROOT
 
 jax = pytest.importorskip("jax")
 
@@ -22,7 +23,7 @@ from stablehlo_layout.ir import mlir  # noqa: E402
 from stablehlo_layout.frontends.api import assign_module  # noqa: E402
 from stablehlo_layout.model.errors import InputError  # noqa: E402
 from stablehlo_layout.report.explain import rule_text  # noqa: E402
-from stablehlo_layout.frontends.jax import (
+from stablehlo_layout.frontends.jax import (  # noqa: E402
     analyze,
     is_reference,
     load_reference,
@@ -30,11 +31,11 @@ from stablehlo_layout.frontends.jax import (
     shape_dtype_struct,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 from examples.models import EXAMPLES, mlp, specs_to_args  # noqa: E402
+from tests.support.tiers import one_fast  # noqa: E402
 
 AUTO = Layout.AUTO
 COL = Layout((1, 0))  # JAX major_to_minor (1, 0) == XLA minor_to_major {0,1}: column-major
@@ -71,7 +72,8 @@ def analyses():
     return get
 
 
-@pytest.mark.parametrize("name,mode", CASES)
+# Every example against XLA:CPU with -m oracle; the MLP's two cases in the fast tier.
+@pytest.mark.parametrize("name,mode", one_fast(CASES, {"mlp-spec", "mlp-auto"}))
 def test_entry_layouts_match_xla(analyses, name, mode):
     a = analyses(name, mode)
     assert a.verified is True, a.mismatches
@@ -272,7 +274,7 @@ def test_read_input_or_reference():
     ctx = mlir.make_context()
     m = read_input_or_reference("examples.models:mlp", ["f32[8,128]{0,1}", "f32[128,256]"], ctx)
     assert 'mhlo.layout_mode = "{0,1}"' in mlir.print_module(m)
-    path = str(REPO / "examples" / "pinned_transpose.mlir")
+    path = str(ROOT / "examples" / "pinned_transpose.mlir")
     assert "stablehlo.transpose" in mlir.print_module(read_input_or_reference(path, None, ctx))
     with pytest.raises(InputError, match="--arg is only for MODULE:FUNCTION"):
         read_input_or_reference(path, ["f32[2]"], ctx)

@@ -19,8 +19,9 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import assign_module
 from tests.support.equivalence import assert_bit_identical
+from tests.support import ROOT
 
-LIT_DIR = Path(__file__).resolve().parents[1] / "lit"
+LIT_DIR = ROOT / "tests" / "lit"
 # Inputs/ holds deliberately bad inputs for other tests; Output/ is lit's scratch space.
 _NOT_TESTS = {"Inputs", "Output"}
 

@@ -7,10 +7,7 @@ a file (``-:7:8``), and bytecode, which has no lines, may not claim its own.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -20,11 +17,11 @@ from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import analyze, assign_module
 from stablehlo_layout.report.explain import explain, render_trace
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import run_command
+
 SEED = ROOT / "examples" / "pinned_transpose.mlir"  # its transpose sits at 7:8
 SCHEMA = json.loads((ROOT / "docs" / "explain.schema.json").read_text())
-TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
 # A position in the anonymous buffer, as MLIR or a naive formatter would print it.
 DASH = re.compile(r'(?<![\w./<>-])"?-"?:\d+:\d+')
 PARSED = "line 7:8 of the parsed text"
@@ -40,14 +37,10 @@ func.func private @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-def _tool(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, *args], capture_output=True, env=ENV, **kw)
-
-
 def _every_report(tmp_path: Path, source: str, data: bytes) -> dict[str, str]:
     """explain (text, JSON), trace, the trace page and assign's IR with locations, from one input."""
     stdin = source == "-"
-    kw = {"input": data} if stdin else {}
+    kw = {"stdin": data} if stdin else {}
     page = tmp_path / "page.html"
     runs = {
         "explain": ["explain", source], "json": ["explain", "--json", source], "trace": ["trace", source],
@@ -55,7 +48,7 @@ def _every_report(tmp_path: Path, source: str, data: bytes) -> dict[str, str]:
     }
     out: dict[str, str] = {}
     for name, args in runs.items():
-        run = _tool(*args, **kw)
+        run = run_command(*args, text=False, **kw)
         assert run.returncode == 0, (name, run.stderr)
         # The page holds its data as JSON in a script, "<" and ">" escaped.
         out[name] = (page.read_text().replace("\\u003c", "<").replace("\\u003e", ">") if name == "html"
@@ -114,12 +107,13 @@ def test_pass_errors_name_the_input_only_where_it_has_lines(tmp_path: Path) -> N
     blob = tmp_path / "rec.mlirbc"
     blob.write_bytes(mlir.to_bytecode(mlir.load(RECURSIVE, "x", mlir.make_context())))
     runs = {
-        f"{src}:6:8: error: @f calls itself": _tool("assign", "--target", "xla-cpu", str(src)),
-        "<stdin>:6:8: error: @f calls itself": _tool("assign", "--target", "xla-cpu", "-", input=src.read_bytes()),
+        f"{src}:6:8: error: @f calls itself": run_command("assign", "--target", "xla-cpu", str(src), text=False),
+        "<stdin>:6:8: error: @f calls itself":
+            run_command("assign", "--target", "xla-cpu", "-", stdin=src.read_bytes(), text=False),
         f"{blob}: error: at line 6:8 of the parsed text: @f calls itself":
-            _tool("assign", "--target", "xla-cpu", str(blob)),
+            run_command("assign", "--target", "xla-cpu", str(blob), text=False),
         "<stdin>: error: at line 6:8 of the parsed text: @f calls itself":
-            _tool("assign", "--target", "xla-cpu", "-", input=blob.read_bytes()),
+            run_command("assign", "--target", "xla-cpu", "-", stdin=blob.read_bytes(), text=False),
     }
     for want, run in runs.items():
         assert run.returncode == 1
@@ -131,7 +125,7 @@ def test_whole_locations_of_bytecode_written_from_a_string_name_no_file(tmp_path
     blob = tmp_path / "seed.mlirbc"
     blob.write_bytes(mlir.to_bytecode(mlir.load(SEED.read_text(), "x", mlir.make_context())))
     for command in ("explain", "trace"):
-        run = _tool(command, "--mlir-print-debuginfo", str(blob))
+        run = run_command(command, "--mlir-print-debuginfo", str(blob), text=False)
         assert run.returncode == 0, run.stderr
         shown = run.stdout.decode()
         assert PARSED in shown and '"-"' not in shown and not DASH.search(shown), command

@@ -16,6 +16,8 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.model.errors import InputError, PassError
 
+from tests.support import ROOT
+
 ADD_TEXT = """\
 module @m {
   func.func @main(%arg0: tensor<2x3xf32>) -> tensor<3x2xf32> {
@@ -99,7 +101,7 @@ def test_importing_mlir_module_does_not_import_jax() -> None:
     code = "import sys, stablehlo_layout.ir.mlir; print('jax' in sys.modules)"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True,
-        env={"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env={"PYTHONPATH": str(ROOT)},
     )
     assert out.stdout.strip() == "False"
 
@@ -130,7 +132,7 @@ def test_final_text_bytes_prints_what_the_bindings_print(ctx: ir.Context, debugi
     """The command's printer (a pass manager's IR dump) writes the same bytes as get_asm."""
     from stablehlo_layout.frontends.api import assign_module
 
-    for text in (ADD_TEXT, (Path(__file__).parents[1] / "lit" / "cf_while_transpose_body.mlir").read_text()):
+    for text in (ADD_TEXT, (ROOT / "tests" / "lit" / "cf_while_transpose_body.mlir").read_text()):
         module = mlir.load(text, "in.mlir", ctx)
         assign_module(module, "xla-cpu")
         expected = mlir.module_text_bytes(module, debuginfo=debuginfo, verified=True)

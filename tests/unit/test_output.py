@@ -20,14 +20,11 @@ import pytest
 from stablehlo_layout.report import output
 from stablehlo_layout.model.errors import OutputError
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import COMMAND, QUIET, environment, run_command
+
 EXAMPLE = str(ROOT / "examples" / "pinned_transpose.mlir")
-TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
-
-
-def _tool(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, *args], capture_output=True, text=True, env=ENV, **kw)
+ENV = environment(QUIET)  # the command's environment, for the runs that are not run_command's
 
 
 def _one_line_error(out: subprocess.CompletedProcess, path: str, reason: str) -> None:
@@ -54,14 +51,14 @@ def _device(folder: Path, name: str, minor: int) -> Path:
 
 def test_new_file_follows_the_umask_and_an_existing_file_keeps_its_mode(tmp_path: Path) -> None:
     new = tmp_path / "new.mlir"
-    out = subprocess.run(["sh", "-c", 'umask 027; exec "$@"', "sh", *TOOL, "assign", EXAMPLE, "-o", str(new)],
+    out = subprocess.run(["sh", "-c", 'umask 027; exec "$@"', "sh", *COMMAND, "assign", EXAMPLE, "-o", str(new)],
                          capture_output=True, text=True, env=ENV)
     assert out.returncode == 0, out.stderr
     assert stat.S_IMODE(new.stat().st_mode) == 0o640
     old = tmp_path / "old.mlir"
     old.write_text("old")
     old.chmod(0o604)
-    assert _tool("assign", EXAMPLE, "-o", str(old)).returncode == 0
+    assert run_command("assign", EXAMPLE, "-o", str(old)).returncode == 0
     assert stat.S_IMODE(old.stat().st_mode) == 0o604
     assert "mhlo.copy" in old.read_text()
     assert _temporaries(tmp_path) == []
@@ -72,8 +69,8 @@ def test_html_and_json_keep_an_existing_files_mode(tmp_path: Path) -> None:
     for p in (page, report):
         p.write_text("x")
         p.chmod(0o664)
-    assert _tool("trace", "--html", str(page), EXAMPLE).returncode == 0
-    assert _tool("explain", "--json", "-o", str(report), EXAMPLE).returncode == 0
+    assert run_command("trace", "--html", str(page), EXAMPLE).returncode == 0
+    assert run_command("explain", "--json", "-o", str(report), EXAMPLE).returncode == 0
     assert stat.S_IMODE(page.stat().st_mode) == stat.S_IMODE(report.stat().st_mode) == 0o664
     assert page.read_text().startswith("<!DOCTYPE html>") and '"schema"' in report.read_text()
 
@@ -84,13 +81,13 @@ def test_symlink_is_followed_and_stays_a_link(tmp_path: Path) -> None:
     target.chmod(0o640)
     link = tmp_path / "link.mlir"
     link.symlink_to(target.name)
-    assert _tool("assign", EXAMPLE, "-o", str(link)).returncode == 0
+    assert run_command("assign", EXAMPLE, "-o", str(link)).returncode == 0
     assert link.is_symlink() and os.readlink(link) == target.name
     assert "mhlo.copy" in target.read_text()
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     page = tmp_path / "page.html"
     page.symlink_to("real.html")  # dangling: the target is created
-    assert _tool("trace", "--html", str(page), EXAMPLE).returncode == 0
+    assert run_command("trace", "--html", str(page), EXAMPLE).returncode == 0
     assert page.is_symlink() and (tmp_path / "real.html").read_text().startswith("<!DOCTYPE html>")
 
 
@@ -102,7 +99,7 @@ def test_fifo_is_written_in_place(tmp_path: Path, command: list[str]) -> None:
     got: list[bytes] = []
     reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
     reader.start()
-    out = _tool(*command, str(fifo))
+    out = run_command(*command, str(fifo))
     reader.join()
     assert out.returncode == 0, out.stderr
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
@@ -113,7 +110,7 @@ def test_fifo_is_written_in_place(tmp_path: Path, command: list[str]) -> None:
 @pytest.mark.parametrize("command", [["assign", EXAMPLE, "-o"], ["trace", EXAMPLE, "--html"]])
 def test_character_device_is_written_in_place_not_replaced(tmp_path: Path, command: list[str]) -> None:
     null = _device(tmp_path, "null", 3)
-    out = _tool(*command, str(null))
+    out = run_command(*command, str(null))
     assert out.returncode == 0, out.stderr
     assert stat.S_ISCHR(null.lstat().st_mode)
     assert _temporaries(tmp_path) == []
@@ -126,17 +123,17 @@ def test_dev_stdout_onto_a_pipe_is_written_in_place(command: list[str]) -> None:
     # which used to end in "cannot write output: no such file or directory".
     if not os.path.exists("/dev/stdout"):
         pytest.skip("no /dev/stdout here")
-    out = _tool(*command, "/dev/stdout")
+    out = run_command(*command, "/dev/stdout")
     assert out.returncode == 0, out.stderr
     assert len(out.stdout) > 100 and out.stderr == ""
 
 
 def test_full_device_is_one_line_and_exit_1(tmp_path: Path) -> None:
     full = _device(tmp_path, "full", 7)
-    _one_line_error(_tool("assign", EXAMPLE, "-o", str(full)), str(full), "no space left on device")
-    _one_line_error(_tool("trace", "--html", str(full), EXAMPLE), str(full), "no space left on device")
+    _one_line_error(run_command("assign", EXAMPLE, "-o", str(full)), str(full), "no space left on device")
+    _one_line_error(run_command("trace", "--html", str(full), EXAMPLE), str(full), "no space left on device")
     with open(full, "wb") as f:  # stdout onto a full device
-        out = subprocess.run([*TOOL, "explain", EXAMPLE], stdout=f, stderr=subprocess.PIPE, text=True, env=ENV)
+        out = subprocess.run([*COMMAND, "explain", EXAMPLE], stdout=f, stderr=subprocess.PIPE, text=True, env=ENV)
     _one_line_error(out, "<stdout>", "no space left on device")
     assert stat.S_ISCHR(full.lstat().st_mode)
 
@@ -151,7 +148,7 @@ def _big_module(tmp_path: Path, n: int = 3000) -> Path:
 
 def test_closed_pipe_is_one_line_and_exit_1(tmp_path: Path) -> None:
     src = _big_module(tmp_path)  # prints far more than a pipe buffer holds
-    tool = subprocess.Popen([*TOOL, "assign", str(src)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    tool = subprocess.Popen([*COMMAND, "assign", str(src)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=ENV)
     assert tool.stdout is not None and tool.stderr is not None
     # The reader goes away before the command prints (`| head -c0`, or `| head -c1` on a
@@ -175,8 +172,8 @@ def test_permission_denied_is_one_line_and_exit_1(tmp_path: Path) -> None:
         folder.mkdir()
         folder.chmod(0o555)
     dest = folder / "stablehlo-layout-test.mlir"
-    _one_line_error(_tool("assign", EXAMPLE, "-o", str(dest)), str(dest), "permission denied")
-    _one_line_error(_tool("trace", EXAMPLE, "--html", str(dest)), str(dest), "permission denied")
+    _one_line_error(run_command("assign", EXAMPLE, "-o", str(dest)), str(dest), "permission denied")
+    _one_line_error(run_command("trace", EXAMPLE, "--html", str(dest)), str(dest), "permission denied")
     assert not dest.exists() and _temporaries(folder) == []
 
 
@@ -231,7 +228,7 @@ def test_output_naming_the_input_is_refused_and_the_input_kept(tmp_path: Path) -
     link.symlink_to(src.name)
     for args in (["assign", str(src), "-o", str(src)], ["assign", str(src), "-o", str(link)],
                  ["explain", str(src), "-o", str(src)], ["trace", str(src), "--html", str(src)]):
-        out = _tool(*args)
+        out = run_command(*args)
         assert out.returncode == 1 and "names the input file" in out.stderr and "Traceback" not in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1
     assert src.read_bytes() == before

@@ -13,7 +13,8 @@ import stat
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+
 
 # A stand-in for .venv/bin/python and friends: logs its arguments; the import
 # check fails until "pip install" has run (as after the README's command 1,
@@ -72,6 +73,9 @@ def test_run_tests_installs_the_test_extras_into_a_venv_made_by_quick_start_comm
     # The sources' bytecode is written once installed (where Python may not write it itself).
     compiled = [i for i, c in enumerate(calls) if c == "python -m compileall -q stablehlo_layout passes"]
     assert len(compiled) == 2 and install < compiled[0] < pytest_run
+    # Every tier on both pairs, but not the lit wrapper: lit runs (and is counted) once, by itself.
+    pytest_runs = [c for c in calls if c.startswith("python -m pytest")]
+    assert len(pytest_runs) == 2 and all(" -m not lit " in c for c in pytest_runs), pytest_runs
     assert "tests: 4 passed, 0 failed" in out.stdout  # one pytest and one lit test per pair
 
 

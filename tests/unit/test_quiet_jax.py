@@ -9,21 +9,20 @@ JAX_PLATFORMS, as a user runs it.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import QUIET, environment, run_command
+
 ARGS = ["--arg", "f32[2,3,16,16]", "--arg", "f32[8,3,3,3]", "--arg", "f32[16,8,3,3]"]
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "TF_CPP_MIN_LOG_LEVEL")}
-    return subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", *argv], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+    """The command as a user runs it: from the checkout, neither of QUIET's variables set."""
+    return run_command(*argv, env=environment(drop=QUIET), cwd=ROOT)
 
 
 def test_a_jax_function_prints_only_the_report() -> None:

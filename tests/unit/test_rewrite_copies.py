@@ -13,11 +13,13 @@ from array import array
 import pytest
 
 from stablehlo_layout import _core
-from stablehlo_layout.ir import capi, importer, mlir, rewrite
+from stablehlo_layout.ir import capi, mlir, rewrite
 from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.model.errors import InputError, PassError
 from tests.conftest import load_text
-from tests.unit.test_index import INPUTS, ROOT
+from tests.support import ROOT
+from tests.support.tiers import SLOW, one_fast
+from tests.unit.test_index import INPUTS
 
 _insert_copies = _core.insert_copies
 
@@ -31,7 +33,8 @@ def _written(path, target: str, names: bool) -> str:
     return mlir.final_text_bytes(module, debuginfo=names).decode() + "\n".join(c.name for c in result.copies)
 
 
-@pytest.mark.parametrize("names", [False, True])
+# Each sweeps the whole corpus twice: with names in the fast tier, without with -m slow.
+@pytest.mark.parametrize("names", one_fast([False, True], {True}, SLOW))
 def test_the_core_and_the_bindings_make_the_same_copies(names: bool, monkeypatch: pytest.MonkeyPatch):
     made: list[int] = []
 

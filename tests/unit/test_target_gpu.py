@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -15,8 +14,9 @@ from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-GPU_LIT_FILES = sorted((Path(__file__).resolve().parents[1] / "lit").glob("xla_gpu_*.mlir"))
+GPU_LIT_FILES = sorted((ROOT / "tests" / "lit").glob("xla_gpu_*.mlir"))
 
 
 def run(text: str, target="xla-gpu", entry_layouts: str = "default"):
@@ -65,7 +65,7 @@ func.func public @main(%a: tensor<2x3x5xf32>, %b: tensor<3x4x5xf32>) -> tensor<5
   %0 = stablehlo.dot_general %a, %b, batching_dims = [2] x [2], contracting_dims = [1] x [0] : (tensor<2x3x5xf32>, tensor<3x4x5xf32>) -> tensor<5x2x4xf32>
   return %0 : tensor<5x2x4xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_batch_dot_operands_batch_rows_cols():
@@ -98,7 +98,7 @@ func.func public @main(%p0: tensor<5120x128xi4> {mhlo.layout_mode = "auto"}, %p1
   %0 = stablehlo.dot_general %c, %p1, contracting_dims = [0] x [0] : (tensor<5120x128xbf16>, tensor<5120x1024xbf16>) -> tensor<128x1024xbf16>
   return %0 : tensor<128x1024xbf16>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     # GPUT "AutoLayoutS4DotContractingMinorLhs": with the flag the packed
     # lhs is read contracting-minor, and the free parameter follows.
     r = run(text, target=XlaGpuTarget(pack_dot_operands_along_k=True))
@@ -114,7 +114,7 @@ func.func public @main(%p0: tensor<5x2x3xf32>, %p1: tensor<5x3x4x6xf32>) -> tens
   %1 = stablehlo.transpose %0, dims = [1, 0, 2, 3] : (tensor<5x2x4x6xf32>) -> tensor<2x5x4x6xf32>
   return %1 : tensor<2x5x4x6xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_transposed_dot_writes_bitcast_layout():
@@ -133,7 +133,7 @@ func.func public @main(%x: tensor<8x64x16xf32> {mhlo.layout_mode = "auto"}) -> t
   %0 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [1] : (tensor<8x64x16xf32>, tensor<f32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     r = run(big)
     assert r.assignment.entry_params == [(1, 2, 0)]
     r = run(big.replace("8x64x16", "8x16x16"))
@@ -146,7 +146,7 @@ func.func public @main(%x: tensor<1x16x32x32xf16>, %w: tensor<32x16x3x3xf16>) ->
   %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x16x32x32xf16>, tensor<32x16x3x3xf16>) -> tensor<1x32x32x32xf16>
   return %0 : tensor<1x32x32x32xf16>
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
     nhwc = (1, 3, 2, 0)
     nchw = (3, 2, 1, 0)
     # f16 2-D: NHWC on Volta and later, NCHW on Pascal; ROCm only when enabled.
@@ -174,7 +174,7 @@ func.func public @main(%k: tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"}, %a: ten
   %1 = "stablehlo.triangular_solve"(%a, %b) <{left_side = true, lower = true, transpose_a = #stablehlo<transpose NO_TRANSPOSE>, unit_diagonal = false}> : (tensor<2x4x4xf32>, tensor<2x4x3xf32>) -> tensor<2x4x3xf32>
   return %0, %1 : tensor<4x5xf32>, tensor<2x4x3xf32>
 }
-""")
+""")  # noqa: E501 (IR text, one op per line, as the tool reads it)
     assert layout_of(r, "stablehlo.sort") == (1, 0)
     assert operand_layouts(r, "stablehlo.sort") == [(1, 0)]
     assert layout_of(r, "stablehlo.triangular_solve") == (1, 2, 0)

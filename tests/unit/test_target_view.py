@@ -25,8 +25,8 @@ from stablehlo_layout.engine.state import EngineState
 from stablehlo_layout.targets.view import HeldLayout, TargetView
 from stablehlo_layout.targets import Target
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 
 # Two dots share %a: the first demand on %a (column-major, for dot 1) is what
 # the second dot's demand reads back and follows.

@@ -10,8 +10,8 @@ import pytest
 from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.targets import ENTRY_POINT_GROUP, GenericTarget, Target, XlaCpuTarget, get_target
 from tests.conftest import assign_text
+from tests.support import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(ROOT, "examples", "targets", "column_major_dots.py")
 DOT = """
 func.func public @main(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>) -> tensor<8x4xf32> {

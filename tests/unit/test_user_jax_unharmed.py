@@ -13,13 +13,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
+from tests.support import ROOT
+
 pytest.importorskip("jax")
 
-REPO = Path(__file__).resolve().parents[2]
 
 _PRELUDE = """
 import numpy as np
@@ -100,7 +100,7 @@ def test_jax_still_works_after_the_tool(case: str) -> None:
     # calls as plain code and never builds their Shardy attributes.
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
@@ -120,6 +120,6 @@ def test_jax_still_works_after_verifying_against_xla_gpu() -> None:
               + textwrap.dedent(CASES["custom_partitioning"]) + "\nprint('ok')\n")
     env = {**os.environ, "JAX_PLATFORMS": "cpu",
            "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
-    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

@@ -8,14 +8,14 @@ to end the command with its own exit code.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support import ROOT
+from tests.support.command import environment, run_command
+
 EXAMPLE = ROOT / "examples" / "pinned_transpose.mlir"
 
 TARGETS = '''\
@@ -46,8 +46,7 @@ class DerivedFromCpu(XlaCpuTarget):
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", *argv], capture_output=True, text=True,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu", **(env or {})}, cwd=ROOT)
+    return run_command(*argv, env=environment({"JAX_PLATFORMS": "cpu", **(env or {})}), cwd=ROOT)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOL = [sys.executable, "-m", "stablehlo_layout.frontends.cli"]
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
+from tests.support import ROOT
+from tests.support.command import QUIET, environment, run_command
+
+ENV = environment(QUIET)
 
 _FORI = """
 import jax, jax.numpy as jnp
@@ -25,10 +25,6 @@ def f(x, w):
 x = jnp.ones((8, 8), jnp.float32)
 jax.jit(f).lower(x, x).compile()
 """
-
-
-def _tool(*args: str, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*TOOL, *args], capture_output=True, text=True, env=ENV, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +48,9 @@ def _xla_copies(dump: Path, module: str) -> int:
 
 def test_fori_loop_dump_counts_what_xla_copies_and_leaves_leftover_functions_alone(dump: Path) -> None:
     before = _before(dump, "jit_f")
-    report = json.loads(_tool("explain", "--target", "xla-cpu", "--json", str(before)).stdout)
+    report = json.loads(run_command("explain", "--target", "xla-cpu", "--json", str(before)).stdout)
     assert report["summary"]["copies"] == _xla_copies(dump, "jit_f")
-    out = _tool("assign", "--target", "xla-cpu", str(before)).stdout
+    out = run_command("assign", "--target", "xla-cpu", str(before)).stdout
     # The converter's leftover copies of the loop's body and condition: not laid
     # out, left exactly as the converter wrote them.
     from stablehlo_layout.ir import mlir
@@ -85,9 +81,9 @@ func.func @main(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
 def test_uncalled_private_function_is_not_laid_out_or_counted(tmp_path: Path, target: str) -> None:
     src = tmp_path / "m.mlir"
     src.write_text(UNCALLED)
-    report = json.loads(_tool("explain", "--target", target, "--json", str(src)).stdout)
+    report = json.loads(run_command("explain", "--target", target, "--json", str(src)).stdout)
     assert report["summary"]["copies"] == 0
-    out = _tool("assign", "--target", target, str(src)).stdout
+    out = run_command("assign", "--target", target, str(src)).stdout
     leftover = out.split("@leftover")[1].split("\n  }")[0]
     assert "xla_shape" not in leftover and "mhlo.copy" not in leftover
     assert "xla_shape" in out.split("@main")[1]
@@ -96,28 +92,28 @@ def test_uncalled_private_function_is_not_laid_out_or_counted(tmp_path: Path, ta
 def test_dump_folder_glob_and_files_give_one_report_per_module(dump: Path, tmp_path: Path) -> None:
     befores = sorted(glob.glob(str(dump / "*.before_layout-assignment.txt")))
     assert len(befores) >= 2
-    by_folder = _tool("explain", "--target", "xla-cpu", str(dump))
-    by_files = _tool("explain", "--target", "xla-cpu", *befores)
-    by_glob = _tool("explain", "--target", "xla-cpu", str(dump / "*.before_layout-assignment.txt"))
+    by_folder = run_command("explain", "--target", "xla-cpu", str(dump))
+    by_files = run_command("explain", "--target", "xla-cpu", *befores)
+    by_glob = run_command("explain", "--target", "xla-cpu", str(dump / "*.before_layout-assignment.txt"))
     for out in (by_folder, by_files, by_glob):
         assert out.returncode == 0, out.stderr
         heads = re.findall(r"^== module (\S+): ", out.stdout, re.M)
         assert len(heads) == len(befores) and "jit_f" in heads
         assert out.stdout.count("\nsummary: ") + out.stdout.startswith("summary: ") == len(befores)
     assert by_folder.stdout == by_files.stdout == by_glob.stdout
-    docs = json.loads(_tool("explain", "--target", "xla-cpu", "--json", str(dump)).stdout)
+    docs = json.loads(run_command("explain", "--target", "xla-cpu", "--json", str(dump)).stdout)
     assert [d["module"] for d in docs] == re.findall(r"^== module (\S+): ", by_folder.stdout, re.M)
     assert all(d["schema"] == "stablehlo-layout.explain/1" for d in docs)
-    assigned = _tool("assign", "--target", "xla-cpu", str(dump)).stdout
+    assigned = run_command("assign", "--target", "xla-cpu", str(dump)).stdout
     assert assigned.count("\n// -----\n") == len(befores) - 1 and assigned.count("// module ") == len(befores)
-    trace = _tool("trace", "--target", "xla-cpu", str(dump))
+    trace = run_command("trace", "--target", "xla-cpu", str(dump))
     assert trace.returncode == 0 and trace.stdout.count("== module ") == len(befores)
     page = tmp_path / "t.html"
-    assert _tool("trace", "--target", "xla-cpu", "--html", str(page), str(dump)).returncode == 0
+    assert run_command("trace", "--target", "xla-cpu", "--html", str(page), str(dump)).returncode == 0
     assert (tmp_path / "t.jit_f.html").read_text().startswith("<!DOCTYPE html>")
     empty = tmp_path / "empty"
     empty.mkdir()
-    bad = _tool("explain", str(empty))
+    bad = run_command("explain", str(empty))
     assert bad.returncode == 1 and "is a directory without XLA dumps" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -126,10 +122,10 @@ def test_the_bundled_dump_folder_is_a_dump_folder(tmp_path: Path) -> None:
     # examples/xla_dump/ holds its pair renamed to the bare suffix; pointing the
     # tool at the folder said "is a directory without XLA dumps".  Files that
     # are no dumps (make.py, a README) are left out, as is the after dump.
-    folder = Path(__file__).resolve().parents[2] / "examples" / "xla_dump"
-    out = _tool("explain", "--target", "xla-cpu", str(folder))
+    folder = ROOT / "examples" / "xla_dump"
+    out = run_command("explain", "--target", "xla-cpu", str(folder))
     assert out.returncode == 0, out.stderr
-    same = _tool("explain", "--target", "xla-cpu", str(folder / "before_layout-assignment.txt"))
+    same = run_command("explain", "--target", "xla-cpu", str(folder / "before_layout-assignment.txt"))
     assert out.stdout == same.stdout and "summary: 2 copies" in out.stdout
 
 TUPLE_ENTRY = """HloModule tup, entry_computation_layout={((f32[16,4]{1,0}, f32[4,16]{1,0}))->(f32[4,16]{1,0}, f32[16,4]{1,0})}
@@ -143,19 +139,19 @@ ENTRY %main.3 (p: (f32[16,4], f32[4,16])) -> (f32[4,16], f32[16,4]) {
   %n = f32[16,4]{1,0} negate(%x)
   ROOT %r = (f32[4,16]{1,0}, f32[16,4]{1,0}) tuple(%a, %n)
 }
-"""
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
 
 
 def test_all_default_entry_layouts_of_a_dump_stay_pinned_under_free(tmp_path: Path, dump: Path) -> None:
     src = tmp_path / "tup.hlo"
     src.write_text(TUPLE_ENTRY)
-    pinned = json.loads(_tool("explain", "--json", "--target", "xla-cpu", str(src)).stdout)
-    free = json.loads(_tool("explain", "--json", "--target", "xla-cpu", "--entry-layouts", "free",
+    pinned = json.loads(run_command("explain", "--json", "--target", "xla-cpu", str(src)).stdout)
+    free = json.loads(run_command("explain", "--json", "--target", "xla-cpu", "--entry-layouts", "free",
                             str(src)).stdout)
     assert free["summary"]["copies"] == pinned["summary"]["copies"] == 1
     assert [p["pinned"] for p in free["summary"]["parameters"]] == [True, True]
     grad = _before(dump, "jit_f")  # every entry layout is the default there
-    a = json.loads(_tool("explain", "--json", "--target", "xla-cpu", str(grad)).stdout)
-    b = json.loads(_tool("explain", "--json", "--target", "xla-cpu", "--entry-layouts", "free", str(grad)).stdout)
+    a = json.loads(run_command("explain", "--json", "--target", "xla-cpu", str(grad)).stdout)
+    b = json.loads(run_command("explain", "--json", "--target", "xla-cpu", "--entry-layouts", "free", str(grad)).stdout)
     assert a["summary"]["copies"] == b["summary"]["copies"]
     assert all(p["pinned"] for p in b["summary"]["parameters"])

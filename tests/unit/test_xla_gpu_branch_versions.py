@@ -32,6 +32,7 @@ import pytest
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
+from tests.support.tiers import one_fast
 
 OK, WHY = oracle_available()
 pytestmark = pytest.mark.skipif(not OK, reason=WHY)
@@ -79,6 +80,8 @@ CASES = {
                                   " lax.cond(jnp.sum(x) > 0, lambda x: jnp.sin(x) * 1.1,"
                                   " lambda x: jnp.tanh(x.reshape(24, 3) @ jnp.full((3, 3), 0.5)).reshape(8, 3, 3), x))"),
 }
+# The case in the fast tier; the rest run with -m oracle.
+FAST = {"pinned_operand"}
 
 
 def _dumps(tmp: Path, case: str) -> str:
@@ -105,7 +108,7 @@ def _copies(after: str) -> list[str]:
     return re.findall(r"= f32\[[\d,]+\]\{([\d,]+)\} copy\(", after)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_the_installed_xla_gpu_lays_out_the_branches(tmp_path: Path, case: str) -> None:
     after = _dumps(tmp_path, case)
     params, copies = _branch_params(after), _copies(after)
@@ -135,7 +138,7 @@ def test_the_installed_xla_gpu_lays_out_the_branches(tmp_path: Path, case: str) 
             assert _entry_param(after) == "2,1,0" and params == ["2,1,0", "2,1,0"] and copies == ["0,2,1"], after
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_ours_lays_out_the_branches_as_the_installed_xla(tmp_path: Path, case: str) -> None:
     from tests.differential.compare import compare_dumps
 

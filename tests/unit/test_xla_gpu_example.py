@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -12,8 +10,10 @@ from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.xla.gpu_deviceless import added_copies
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "xla_gpu_dump")
+from tests.support import ROOT
+from tests.support.command import environment, run_command
+
+EXAMPLE = os.path.join(ROOT, "examples", "xla_gpu_dump")
 
 
 def _dumps(gpu: str) -> tuple[str, str]:
@@ -41,7 +41,6 @@ def test_our_copies_are_xla_gpus(gpu, expected):
 
 def test_explain_gives_the_cudnn_reason_on_h100():
     path = os.path.join(EXAMPLE, "h100.before_layout-assignment.txt")
-    out = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "explain", "--target", "xla-gpu",
-                          "--gpu", "h100", path], capture_output=True, text=True, check=True).stdout
+    out = run_command("explain", "--target", "xla-gpu", "--gpu", "h100", path, env=environment(), check=True).stdout
     assert "cuDNN runs this f32 convBiasActivationForward as NHWC on h100" in out
     assert "summary: 3 copies, 153.7 KiB moved per execution" in out

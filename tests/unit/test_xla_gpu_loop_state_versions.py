@@ -28,6 +28,7 @@ import pytest
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
+from tests.support.tiers import one_fast
 
 OK, WHY = oracle_available()
 pytestmark = pytest.mark.skipif(not OK, reason=WHY)
@@ -54,6 +55,8 @@ CASES = {
     # lax.scan stacks the carried value into a [3,6,5] output that starts as zeros.
     "scan_stack": "lax.scan(lambda c, _: (jnp.sin(c) * 2.0, c), c, None, length=3)",
 }
+# The case in the fast tier; the rest run with -m oracle.
+FAST = {"elementwise_body"}
 
 
 def _dumps(tmp: Path, case: str) -> str:
@@ -69,7 +72,7 @@ def _loop_layouts(after: str) -> list[list[str]]:
             for m in re.finditer(r"= \((s32\[\][^)]*)\) while\(", entry)]
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_the_installed_xla_gpu_carries_the_pinned_parameter(tmp_path: Path, case: str) -> None:
     after = _dumps(tmp_path, case)
     loops = _loop_layouts(after)
@@ -87,7 +90,7 @@ def test_the_installed_xla_gpu_carries_the_pinned_parameter(tmp_path: Path, case
         assert len(copies) == 1, after  # the parameter, into the first loop
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_ours_carries_the_pinned_parameter_as_the_installed_xla(tmp_path: Path, case: str) -> None:
     from tests.differential.compare import compare_dumps
 

@@ -30,11 +30,14 @@ import pytest
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
+from tests.support.tiers import one_fast
 
 OK, WHY = oracle_available()
 pytestmark = pytest.mark.skipif(not OK, reason=WHY)
 
 NEW_LOOPS = installed_xla() >= (0, 12)
+# The case in the fast tier (the version-keyed one); the rest run with -m oracle.
+FAST = {"second_result_auto"}
 
 _PROGRAM = """
 def body(i, c):
@@ -74,7 +77,7 @@ def _entry_result_layout(after: str) -> str:
     return re.search(r"->\(f32\[6,5\]\{([\d,]+)\}", header).group(1)  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_the_installed_xla_gpu_lays_out_the_loop_state(tmp_path: Path, case: str) -> None:
     _, after = _dumps(tmp_path, case)
     copies = re.findall(r"= f32\[6,5\]\{([\d,]+)\} copy\(", after)
@@ -97,7 +100,7 @@ def test_the_installed_xla_gpu_lays_out_the_loop_state(tmp_path: Path, case: str
             assert copies == ["0,1"] and not copy_before_loop, after  # the loop's result, at the root
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_ours_lays_out_the_loop_state_as_the_installed_xla(tmp_path: Path, case: str) -> None:
     from tests.differential.compare import compare_dumps
 

@@ -43,6 +43,7 @@ from stablehlo_layout.ir.marks import loop_ranks
 from stablehlo_layout.targets.xla_version import installed_xla
 from tests.differential.deviceless_child import compile_in_child
 from tests.differential.gpu_oracle import oracle_available
+from tests.support.tiers import one_fast
 
 OK, WHY = oracle_available()
 pytestmark = pytest.mark.skipif(not OK, reason=WHY)
@@ -70,6 +71,8 @@ CASES = {
     "var": "y * lax.rsqrt(jnp.var(y, -1, keepdims=True) + 1e-5) * g",
     "tanh": "jnp.tanh(y) * g",
 }
+# The case in the fast tier; the other runs with -m oracle.
+FAST = {"tanh"}
 _ROW = {2: "1,0", 3: "2,1,0"}
 
 
@@ -103,7 +106,7 @@ def _row_major(carried: list[tuple[str, str]]) -> bool:
     return all(lay == _ROW[shape.count(",") + 1] for shape, lay in carried)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_the_installed_xla_gpu_lays_out_the_scanned_grad(tmp_path: Path, case: str) -> None:
     after = _dumps(tmp_path, case)
     loops = _loops(after)
@@ -135,7 +138,7 @@ def _ours(tmp_path: Path, case: str) -> dict:
                          gpu="a100", unique_keys=True)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_the_dump_gives_the_order_xla_visits_the_loops_in(tmp_path: Path, case: str) -> None:
     """``loop_ranks`` marks the loops only where the module lists a later loop's computations first."""
     _dumps(tmp_path, case)
@@ -148,7 +151,7 @@ def test_the_dump_gives_the_order_xla_visits_the_loops_in(tmp_path: Path, case: 
         assert ranks == {backward: 0, forward: 1}, before
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", one_fast(sorted(CASES), FAST))
 def test_ours_carries_the_scanned_grad_loops_as_the_installed_xla(tmp_path: Path, case: str) -> None:
     """Every carried value of both loops, as XLA lays it out: on 0.12, ``var``'s backward loop is
     visited first, its pinned accumulator lays out the shared zeros and, through them, the forward
@@ -159,13 +162,13 @@ def test_ours_carries_the_scanned_grad_loops_as_the_installed_xla(tmp_path: Path
     assert [d for d in result["diffs"] if d["name"].split("{")[0] in whiles] == [], result["diffs"]
 
 
-@pytest.mark.parametrize("case", [
+@pytest.mark.parametrize("case", one_fast([
     "tanh",
     pytest.param("var", marks=pytest.mark.xfail(
         NEW_LOOPS, strict=True,
         reason="XLA 0.12 carries h {0,1} in the forward body's parameter and copies it to the dot inside; ours "
                "keeps the parameter {1,0} and copies it to h's other readers (docs/VERSIONS.md item 5, s0/173)")),
-])
+], FAST))
 def test_ours_lays_out_the_scanned_grad_as_the_installed_xla(tmp_path: Path, case: str) -> None:
     result = _ours(tmp_path, case)
     assert result["status"] == "ok", result

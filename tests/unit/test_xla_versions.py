@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import glob
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,8 +19,10 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout.targets.xla_version import installed_xla, loop_demands_first
+from tests.support.command import QUIET, environment, run_command
+from tests.support.tiers import one_fast
 
-ENV = {**os.environ, "JAX_PLATFORMS": "cpu", "TF_CPP_MIN_LOG_LEVEL": "3"}
+ENV = environment(QUIET)
 
 _PRELUDE = """
 import jax, jax.numpy as jnp
@@ -58,6 +59,8 @@ PROGRAMS = {
         "lax.fori_loop(0, 4, body, jnp.transpose(jnp.sin(x[..., 0].reshape(8, 8, 4) + 1.0), (0, 2, 1)))",
         "transpose"),
 }
+# The program in the fast tier (a reshape into a loop: the version-keyed rule); the rest run with -m oracle.
+FAST = {"dot_reshape_into_loop"}
 
 
 def _dump(tmp: Path, name: str) -> tuple[str, str]:
@@ -83,11 +86,10 @@ def _loop_input_layout(after: str, opcode: str) -> str:
     return layouts[-1]
 
 
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("name", one_fast(sorted(PROGRAMS), FAST))
 def test_copies_are_those_of_the_installed_xla(tmp_path: Path, name: str) -> None:
     before, after = _dump(tmp_path, name)
-    out = subprocess.run([sys.executable, "-m", "stablehlo_layout.frontends.cli", "explain", "--target", "xla-cpu", "--json",
-                          before], capture_output=True, text=True, env=ENV)
+    out = run_command("explain", "--target", "xla-cpu", "--json", before)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     xla_copies = len(re.findall(r"= \S+ copy\(", after))
