@@ -23,7 +23,7 @@ from typing import Any
 
 from tests.support import ROOT
 
-from .oracle import OracleResult, _short, _skip_reason, find_dumps, finish, keep_dumps
+from .oracle import compile_on_device, OracleResult, _short, _skip_reason, find_dumps, finish, keep_dumps
 
 # Bump when the way programs are compiled for the GPU changes (it keys the dump cache).
 GPU_ORACLE_VERSION = 1
@@ -93,23 +93,7 @@ def compile_for_gpu(fn: Any, args: list[Any], gpu: str, dump_dir: str,
     Returns "" or the error XLA raised in a pass after layout assignment (the
     dumps are complete then); an error before that propagates.
     """
-    import jax
-
-    device = gpu_device(gpu)
-    from jax.sharding import SingleDeviceSharding
-
-    s = SingleDeviceSharding(device)
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a in args]
-    jitted = jax.jit(fn, in_shardings=in_shardings if in_shardings is not None else s,
-                     out_shardings=out_shardings, keep_unused=True)
-    lowered = jitted.lower(*structs)
-    from stablehlo_layout.xla.dumps import DUMP_FLAGS
-
-    try:
-        lowered.compile(compiler_options={"xla_dump_to": dump_dir, **DUMP_FLAGS})
-    except Exception as e:
-        return _short(e)
-    return ""
+    return compile_on_device(fn, args, gpu_device(gpu), dump_dir, in_shardings, out_shardings)
 
 
 def run_gpu_oracle(program: Any, gpu: str, out_dir: str) -> OracleResult:

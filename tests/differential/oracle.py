@@ -460,3 +460,28 @@ def load_cached(out_dir: str) -> OracleResult | None:
         if not (os.path.exists(res.before) and os.path.exists(res.after)):
             return None
     return res
+
+
+def compile_on_device(fn: Any, args: list[Any], device: Any, dump_dir: str,
+                      in_shardings: Any = None, out_shardings: Any = None) -> str:
+    """Lower and compile ``fn`` for one (compile-only) ``device`` with layout-assignment dumps in
+    ``dump_dir``: the deviceless oracles' one compile (XLA:GPU, XLA:TPU).
+
+    Returns "" or the error XLA raised in a pass after layout assignment (the
+    dumps are complete then); an error before that propagates.
+    """
+    import jax
+    from jax.sharding import SingleDeviceSharding
+
+    from stablehlo_layout.xla.dumps import DUMP_FLAGS
+
+    s = SingleDeviceSharding(device)
+    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a in args]
+    jitted = jax.jit(fn, in_shardings=in_shardings if in_shardings is not None else s,
+                     out_shardings=out_shardings, keep_unused=True)
+    lowered = jitted.lower(*structs)
+    try:
+        lowered.compile(compiler_options={"xla_dump_to": dump_dir, **DUMP_FLAGS})
+    except Exception as e:
+        return _short(e)
+    return ""

@@ -49,7 +49,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .oracle import OracleResult, _short, _skip_reason, find_dumps, finish
+from stablehlo_layout.xla.dumps import DUMP_FLAGS
+
+from .oracle import compile_on_device, OracleResult, _short, _skip_reason, find_dumps, finish
 
 # Bump when the way programs are compiled for the TPU changes (it keys the dump cache).
 TPU_ORACLE_VERSION = 1
@@ -74,7 +76,6 @@ _AFTER_MARK = "after_layout-assignment"
 # runs on; any valid values silence it, whatever topology is compiled for.
 QUIET_ENV = {"TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_HOSTNAMES": "localhost"}
 
-DUMP_OPTIONS = {"xla_dump_hlo_pass_re": "layout-assignment", "xla_dump_hlo_as_text": True}
 
 
 # -- is it here? ----------------------------------------------------------------------------
@@ -265,20 +266,7 @@ def compile_for_tpu(fn: Any, args: list[Any], generation: str, dump_dir: str,
     Returns "" or the error XLA raised in a pass after layout assignment (the
     dumps are complete then); an error before that propagates.
     """
-    import jax
-    from jax.sharding import SingleDeviceSharding
-
-    device = tpu_device(generation)
-    s = SingleDeviceSharding(device)
-    structs = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s) for a in args]
-    jitted = jax.jit(fn, in_shardings=in_shardings if in_shardings is not None else s,
-                     out_shardings=out_shardings, keep_unused=True)
-    lowered = jitted.lower(*structs)
-    try:
-        lowered.compile(compiler_options={"xla_dump_to": dump_dir, **DUMP_OPTIONS})
-    except Exception as e:
-        return _short(e)
-    return ""
+    return compile_on_device(fn, args, tpu_device(generation), dump_dir, in_shardings, out_shardings)
 
 
 def _new_result(generation: str, program: dict[str, Any]) -> TpuOracleResult:
@@ -377,7 +365,7 @@ def compile_module_text(text: str, generation: str, dump_dir: str) -> str:
                                            backend=device.client)
     debug = options.executable_build_options.debug_options
     debug.xla_dump_to = dump_dir
-    for name, value in DUMP_OPTIONS.items():
+    for name, value in DUMP_FLAGS.items():
         setattr(debug, name, value)
     try:
         device.client.compile(module, executable_devices=xc.DeviceList((device,)), compile_options=options)
