@@ -79,7 +79,7 @@ def seed_entry_layout(e: "EngineState", iface: "Interfaces") -> None:
         if isinstance(mode, tuple):
             return mode
         if mode is None and e.entry_mode == "default":
-            return L.default_layout(v.rank)
+            return e.target.default_entry_layout(v)
         return None
 
     e.given_params = [given(m, v) for m, v in zip(g.entry_param_modes, params)]

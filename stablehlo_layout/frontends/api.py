@@ -49,17 +49,19 @@ class LayoutResult:
         raise KeyError(f"no report for {copy.name}")
 
 
-def resolve_target(target: str | Target, gpu: str | None = None) -> tuple[Target, str | None]:
+def resolve_target(target: str | Target, gpu: str | None = None,
+                   tpu: str | None = None) -> tuple[Target, str | None]:
     if isinstance(target, Target):
-        if gpu is not None:
-            raise PassError("gpu= goes with a target name (target='xla-gpu'); "
-                            "a target object already has its GPU")
+        if gpu is not None or tpu is not None:
+            raise PassError(f"{'gpu' if gpu is not None else 'tpu'}= goes with a target name "
+                            "(target='xla-gpu' or 'xla-tpu'); a target object already has its device")
         return target, None
-    return get_target(target, gpu)
+    return get_target(target, gpu, tpu)
 
 
-def _import(module: ir.Module | ir.Operation, target: str | Target, gpu: str | None = None):
-    tgt, warning = resolve_target(target, gpu)
+def _import(module: ir.Module | ir.Operation, target: str | Target, gpu: str | None = None,
+            tpu: str | None = None):
+    tgt, warning = resolve_target(target, gpu, tpu)
     graph, handles = import_module(module, inline_calls=tgt.inline_calls,
                                    given_layouts=getattr(tgt, "reads_given_layouts", False))
     warnings = [warning] if warning else []
@@ -72,7 +74,7 @@ def _import(module: ir.Module | ir.Operation, target: str | Target, gpu: str | N
 def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
             entry_layouts: str = "default", trace: bool = False,
             exact: bool = False, gpu: str | None = None, *,
-            consume: bool = False) -> tuple[Graph, Assignment, list[str]]:
+            consume: bool = False, tpu: str | None = None) -> tuple[Graph, Assignment, list[str]]:
     """Import and propagate without touching the module (inlining works on a copy).
 
     ``exact`` runs XLA's every round even when one provably repeats the
@@ -86,7 +88,7 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
     op = module.operation if isinstance(module, ir.Module) else module
     with quiet_gc():
         clone = op if consume else op.clone()
-        tgt, graph, _, warnings = _import(clone, target, gpu)
+        tgt, graph, _, warnings = _import(clone, target, gpu, tpu)
         if not consume:
             discard(clone, graph.region_depth)
         return graph, assign_layouts(graph, tgt, entry_layouts, trace, exact), warnings
@@ -95,11 +97,12 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False,
                   exact: bool = False, gpu: str | None = None, *, check: bool = True,
-                  names: bool = True) -> LayoutResult:
+                  names: bool = True, tpu: str | None = None) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided.
 
     ``gpu`` names the device of ``target="xla-gpu"`` (a shipped GPU name or a
-    GpuTargetConfigProto text file; h100 when omitted).
+    GpuTargetConfigProto text file; h100 when omitted), ``tpu`` the generation
+    of ``target="xla-tpu"`` (v4, v5e, v5p, v6e, tpu7x; v5e when omitted).
 
     The layouts and copies do not depend on ``exact``; only the round and
     priority numbers ``result.explain()`` shows do (see ``analyze``).
@@ -114,7 +117,7 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
     ``--mlir-print-debuginfo`` (``rewrite.rewrite``).
     """
     with quiet_gc():
-        tgt, graph, handles, warnings = _import(module, target, gpu)
+        tgt, graph, handles, warnings = _import(module, target, gpu, tpu)
         assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
         copies = rewrite(module, assignment, handles, names=names)
     if check:

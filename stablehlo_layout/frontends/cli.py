@@ -49,6 +49,9 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--gpu", default=None, metavar="NAME|FILE",
                    help="with --target xla-gpu: the GPU XLA compiles for, one of XLA's target configs "
                         "(a100, b200, h100, h200, v100) or a GpuTargetConfigProto text file (default: h100)")
+    a.add_argument("--tpu", default=None, metavar="GEN",
+                   help="with --target xla-tpu: the TPU generation XLA compiles for: v4, v5e, v5p, v6e, tpu7x "
+                        "(default: the generation an XLA:TPU dump names, else v5e)")
     a.add_argument("--entry-layouts", choices=ENTRY_MODES, default="default",
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
@@ -100,7 +103,7 @@ def _assign(args: argparse.Namespace) -> int:
     from stablehlo_layout.frontends.api import assign_module, check_output
     from stablehlo_layout.targets import get_target
 
-    target, warning = get_target(args.target, args.gpu)  # reject bad names before reading input
+    target, warning = get_target(args.target, args.gpu, args.tpu)  # reject bad names before reading input
     ctx = mlir.make_context()
     module, _sources = _read_program(args, ctx, target)
     # The copies' names show only as locations, which only --mlir-print-debuginfo prints.
@@ -205,7 +208,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
     from stablehlo_layout.frontends.api import analyze
     from stablehlo_layout.targets import get_target
 
-    target, warning = get_target(args.target, args.gpu)
+    target, warning = get_target(args.target, args.gpu, args.tpu)
     ctx = mlir.make_context()
     module, sources = _read_program(args, ctx, target)
     # Explanations quote XLA's rounds and priorities: run every round.
@@ -436,7 +439,8 @@ def _choose_target(args: argparse.Namespace) -> None:
             # Said once the module has parsed: a malformed module's own error comes first.
             args.refused = InputError(path, "is an HLO module that names no XLA backend (neither its file name nor the "
                                    "files beside it say which XLA wrote it): give --target xla-cpu, "
-                                   "--target xla-gpu with --gpu NAME|FILE, or --target generic")
+                                   "--target xla-gpu with --gpu NAME|FILE, --target xla-tpu with --tpu GEN, "
+                                   "or --target generic")
         return
     from stablehlo_layout.targets import TARGET_NAMES
 
@@ -450,6 +454,14 @@ def _choose_target(args: argparse.Namespace) -> None:
                                    "give --gpu NAME|FILE (a shipped GPU or XLA's gpu_target_config.pbtxt)")
         args.gpu = found.gpu
         chosen += f" --gpu {found.gpu}"
+    if found.target == "xla-tpu" and args.tpu is None:
+        from stablehlo_layout.targets.xla_tpu import DEFAULT_GENERATION
+
+        # XLA:TPU's pass decided alike on every generation tested (docs/XLA.md):
+        # a dump that does not name its chip is still laid out right.
+        args.tpu = found.tpu or DEFAULT_GENERATION
+        chosen += f" --tpu {args.tpu}" + ("" if found.tpu else
+                                         " (no file beside it names the generation; give --tpu to name it)")
     args.target = found.target
     note = f"note: {found.evidence}: laid out as {chosen} (give --target to choose another)"
     if note not in args.noted:

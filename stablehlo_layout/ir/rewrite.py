@@ -19,7 +19,7 @@ from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.ir import capi
 from stablehlo_layout.ir.locations import location_object
-from stablehlo_layout.model.graph import ARRAY, Graph, Instruction, Value, packed_array, shape_text
+from stablehlo_layout.model.graph import ARRAY, Graph, Instruction, Tiling, Value, packed_array, shape_text
 from stablehlo_layout.ir.importer import (
     CHOSEN_MARK,
     COPY_MARK,
@@ -30,6 +30,7 @@ from stablehlo_layout.ir.importer import (
 )
 from stablehlo_layout.ir.mlir import nested_ops
 from stablehlo_layout.engine.result import Assignment, CopyEdge, CopyGroup, copy_groups
+from stablehlo_layout.targets.base import tiling_of
 
 
 @dataclass
@@ -57,7 +58,10 @@ class InsertedCopy:
 class _Attrs:
     """Attribute objects cached by content: a large module reuses a few dozen."""
 
-    def __init__(self) -> None:
+    def __init__(self, tiling: Tiling | None = None) -> None:
+        # The target's layout fields after minor_to_major (XLA:TPU's tiles);
+        # None where it prints none, so CPU and GPU shapes stay as they were.
+        self.tiling = tiling
         self.dense: dict[L.Layout, ir.Attribute] = {}
         self.strings: dict[str, ir.Attribute] = {}
         # (element, dims, layout) -> the ``xla_shape`` and ``result_layout`` of
@@ -71,7 +75,7 @@ class _Attrs:
         key = (v.element, v.dims, lay)
         pair = self.shapes.get(key)
         if pair is None:
-            pair = self.shapes[key] = (self.string(shape_text(v, lay)), self.layout(lay or ()))
+            pair = self.shapes[key] = (self.string(shape_text(v, lay, tiling=self.tiling)), self.layout(lay or ()))
         return pair
 
     def layout(self, lay: L.Layout) -> ir.Attribute:
@@ -115,7 +119,7 @@ def rewrite(module: ir.Module | ir.Operation, a: Assignment, h: Handles, *, name
     stack), are never made.
     """
     g = a.graph
-    cache = _Attrs()
+    cache = _Attrs(tiling_of(a.target))
     op = module.operation if isinstance(module, ir.Module) else module
     with op.context:
         _annotate_ops(g, a, h, cache)
@@ -161,7 +165,7 @@ def _annotate_ops(g: Graph, a: Assignment, h: Handles, cache: _Attrs) -> None:
         vals = [values[r] for r in items[start[iid]:start[iid + 1]]]
         if not any(v.kind == ARRAY or v.elements for v in vals):
             continue
-        texts = [shape_text(v, layouts[v.id], g, layouts) for v in vals]
+        texts = [shape_text(v, layouts[v.id], g, layouts, cache.tiling) for v in vals]
         ops[iid].attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else  # type: ignore[union-attr]
                                                        "(" + ", ".join(texts) + ")")
 
@@ -360,7 +364,7 @@ def _insert_in_place_copy(g: Graph, h: Handles, cache: _Attrs, e: CopyEdge, name
         name, loc = "", consumer_op.location
     with ir.InsertionPoint(consumer_op):
         attrs = {
-            "xla_shape": cache.string(shape_text(v, e.dst)),
+            "xla_shape": cache.string(shape_text(v, e.dst, tiling=cache.tiling)),
             "result_layout": cache.layout(e.dst),
             COPY_MARK: cache.unit(),
             IN_PLACE_MARK: cache.unit(),
@@ -484,7 +488,7 @@ def _annotate_inlined_calls(g: Graph, a: Assignment, h: Handles, cache: _Attrs) 
         vals = [g.values[r] for r in results]
         if not any(v.kind == ARRAY for v in vals):
             continue
-        texts = [shape_text(v, a.layouts[v.id]) for v in vals]
+        texts = [shape_text(v, a.layouts[v.id], tiling=cache.tiling) for v in vals]
         op.attributes["xla_shape"] = cache.string(texts[0] if len(texts) == 1 else "(" + ", ".join(texts) + ")")
         if len(vals) == 1:
             op.attributes["result_layout"] = cache.layout(a.layouts[vals[0].id] or ())

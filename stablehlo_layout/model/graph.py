@@ -36,6 +36,9 @@ from typing import Any, Iterator
 
 from stablehlo_layout.model.layout import ArrayShape, Dims, Layout
 
+# A backend's layout fields for (element, dims, minor_to_major): ``Target.tiling``.
+Tiling = Callable[[str, Dims, Layout], str]
+
 # Value kinds, by their number in the columns.  Only arrays carry layouts.
 KINDS = ARRAY, TOKEN, TUPLE, OTHER = "array", "token", "tuple", "other"
 KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
@@ -595,16 +598,19 @@ class Graph:
 
 
 def shape_text(v: Value, lay: Layout | None = None, g: Graph | None = None,
-               layouts: list[Layout | None] | None = None) -> str:
+               layouts: list[Layout | None] | None = None, tiling: Tiling | None = None) -> str:
     """A value's XLA shape text, ``f32[16,4]`` or with a layout ``f32[16,4]{0,1}``.
 
     A tuple spells its elements when ``g`` and their ``layouts`` are given.
+    ``tiling`` (a target's ``tiling`` hook) adds the fields the backend
+    prints after minor_to_major: ``bf16[8,256]{1,0:T(8,128)(2,1)}``.
     The one place shapes of graph values are written out.
     """
     if v.kind == ARRAY:
-        return str(ArrayShape(v.element, v.dims, lay))
+        fields = tiling(v.element, v.dims, lay) if tiling is not None and lay is not None else ""
+        return str(ArrayShape(v.element, v.dims, lay, fields))
     if v.kind == TOKEN:
         return "token[]"
     if v.elements is not None and g is not None and layouts is not None:
-        return "(" + ", ".join(shape_text(g.values[e], layouts[e], g, layouts) for e in v.elements) + ")"
+        return "(" + ", ".join(shape_text(g.values[e], layouts[e], g, layouts, tiling) for e in v.elements) + ")"
     return "()"

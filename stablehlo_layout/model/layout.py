@@ -318,8 +318,9 @@ def _array_bytes(xla_element: str, dims: Dims) -> int | None:
     return math.prod(dims) * element_bytes(xla_element)  # type: ignore[arg-type]
 
 
-def format_layout(layout: Layout) -> str:
-    return "{" + ",".join(map(str, layout)) + "}"
+def format_layout(layout: Layout, tiling: str = "") -> str:
+    """``{1,0}``, or with XLA's layout fields after a colon: ``{1,0:T(8,128)}``, ``{:T(128)}``."""
+    return "{" + ",".join(map(str, layout)) + (":" + tiling if tiling else "") + "}"
 
 
 def parse_layout(text: str) -> Layout:
@@ -341,12 +342,15 @@ class ArrayShape:
     element: str  # XLA spelling: f32, s32, pred, ...
     dims: Dims
     layout: Layout | None = None
+    # The layout's fields after minor_to_major as XLA prints them
+    # (``T(8,128)(2,1)`` on TPU); a scalar with tiles prints ``{:T(128)}``.
+    tiling: str = ""
 
     def __str__(self) -> str:
         dims = ",".join("?" if d is None else str(d) for d in self.dims)
         text = f"{self.element}[{dims}]"
-        if self.layout is not None and self.dims:
-            text += format_layout(self.layout)
+        if self.layout is not None and (self.dims or self.tiling):
+            text += format_layout(self.layout, self.tiling)
         return text
 
 

@@ -1,6 +1,6 @@
 """Backend targets: small objects that return layout demands and may refine rules.
 
-A target is chosen by name (``generic``, ``xla-cpu``, ``xla-gpu``), by a
+A target is chosen by name (``generic``, ``xla-cpu``, ``xla-gpu``, ``xla-tpu``), by a
 file and class (``path/to/my_target.py:MyTarget``), or by the name of an
 entry point in the ``stablehlo_layout.targets`` group that a package
 registers (its value ``package.module:Class``).
@@ -27,13 +27,15 @@ if TYPE_CHECKING:
     from stablehlo_layout.model.graph import Value
     from stablehlo_layout.targets.gpu_config import DEFAULT_GPU, GpuModel, load_gpu, shipped_gpus
     from stablehlo_layout.targets.xla_gpu import XlaGpuTarget
+    from stablehlo_layout.targets.xla_tpu import XlaTpuTarget
 
 # The GPU target's rules and its GPU models (with their config-file parser)
 # are imported on first use: a CPU or generic run never reads them, and they
 # were a fifth of the command's start-up imports.
-_LAZY = {"XlaGpuTarget": ".xla_gpu", "GpuModel": ".gpu_config", "load_gpu": ".gpu_config",
+_LAZY = {"XlaGpuTarget": ".xla_gpu", "XlaTpuTarget": ".xla_tpu", "GpuModel": ".gpu_config", "load_gpu": ".gpu_config",
          "shipped_gpus": ".gpu_config", "DEFAULT_GPU": ".gpu_config"}
 _GPU_MODULE = __name__ + ".xla_gpu"
+_TPU_MODULE = __name__ + ".xla_tpu"
 
 
 def __getattr__(name: str) -> Any:
@@ -49,29 +51,36 @@ def _gpu_target_class() -> type[Target]:
     return importlib.import_module(_GPU_MODULE).XlaGpuTarget
 
 
+def _tpu_target_class() -> type[Target]:
+    return importlib.import_module(_TPU_MODULE).XlaTpuTarget
+
+
 # The built-in targets by the name each class carries (a test holds them
 # equal); the CLI and the pass accept these besides files and entry points.
 _BUILTIN: dict[str, Callable[[], type[Target]]] = {
     GenericTarget.name: lambda: GenericTarget,
     XlaCpuTarget.name: lambda: XlaCpuTarget,
     "xla-gpu": _gpu_target_class,
+    "xla-tpu": _tpu_target_class,
 }
 TARGET_NAMES = tuple(_BUILTIN)
 ENTRY_POINT_GROUP = "stablehlo_layout.targets"
 
 
-def get_target(name: str, gpu: str | GpuModel | None = None) -> tuple[Target, str | None]:
+def get_target(name: str, gpu: str | GpuModel | None = None,
+               tpu: str | None = None) -> tuple[Target, str | None]:
     """The target for ``name`` and, when it is a stand-in, a warning to show.
 
     ``gpu`` (a shipped GPU name, a GpuTargetConfigProto text file, or a
     GpuModel) is the device of ``xla-gpu`` and of targets derived from it;
-    any other target refuses it.
+    ``tpu`` (a generation: v4, v5e, v5p, v6e, tpu7x) that of ``xla-tpu`` and
+    its subclasses; any other target refuses them.
     """
     if name in _BUILTIN:
-        return _instantiate(_BUILTIN[name](), name, gpu), None
+        return _instantiate(_BUILTIN[name](), name, gpu, tpu), None
     path, sep, cls_name = name.rpartition(":")
     if sep and path.endswith(".py"):
-        return _instantiate(_class_from_file(name, path, cls_name), name, gpu), None
+        return _instantiate(_class_from_file(name, path, cls_name), name, gpu, tpu), None
     from importlib import metadata  # ~30 ms: only for names that are not built in
 
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
@@ -80,7 +89,7 @@ def get_target(name: str, gpu: str | GpuModel | None = None) -> tuple[Target, st
                 cls = ep.load()
             except Exception as e:  # a broken plugin: say which and why, in one line
                 raise PassError(f"target {name!r}: cannot load entry point {ep.value}: {e}") from None
-            return _instantiate(cls, name, gpu), None
+            return _instantiate(cls, name, gpu, tpu), None
     raise PassError(f"unknown target {name!r} (expected one of: {', '.join(TARGET_NAMES)}, "
                     "FILE.py:Class, or an installed stablehlo_layout.targets entry point)")
 
@@ -267,7 +276,12 @@ def _is_gpu_target(cls: type) -> bool:
     return gpu_module is not None and issubclass(cls, gpu_module.XlaGpuTarget)
 
 
-def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> Target:
+def _is_tpu_target(cls: type) -> bool:
+    tpu_module = sys.modules.get(_TPU_MODULE)
+    return tpu_module is not None and issubclass(cls, tpu_module.XlaTpuTarget)
+
+
+def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None, tpu: str | None = None) -> Target:
     if not (isinstance(cls, type) and issubclass(cls, Target)):
         raise PassError(f"target {name!r}: {cls!r} is not a subclass of stablehlo_layout.targets.Target")
     old = next((k for k in cls.__mro__ if _OLD_HOOK in vars(k)), None)
@@ -276,6 +290,17 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
                               "a target returns Demand objects from backend_demands(view, comp) instead "
                               "(docs/cli.md: Targets)", TypeError(f"{old.__qualname__}.{_OLD_HOOK} is obsolete"))
     is_gpu = _is_gpu_target(cls)
+    if tpu is not None and not _is_tpu_target(cls):
+        raise OptionError(f"--tpu {tpu}: a TPU generation applies only to --target xla-tpu, not to target {name!r}")
+    if _is_tpu_target(cls):
+        from stablehlo_layout.targets.xla_tpu import check_generation
+
+        generation = check_generation(tpu) if tpu is not None else None  # a bad name fails here, in one line
+        try:
+            tpu_target = cls(generation)  # type: ignore[call-arg]  # an XlaTpuTarget
+        except Exception as e:
+            raise PassError(f"target {name!r}: constructing it failed: {type(e).__name__}: {e}") from None
+        return tpu_target if name in _BUILTIN else _guard_hooks(tpu_target, name)
     if gpu is not None and not is_gpu:
         raise OptionError(f"--gpu {gpu if isinstance(gpu, str) else gpu.name}: a GPU model applies only to "
                           f"--target xla-gpu, not to target {name!r}")
@@ -297,5 +322,5 @@ def _instantiate(cls: object, name: str, gpu: str | GpuModel | None = None) -> T
     return target if name in _BUILTIN else _guard_hooks(target, name)
 
 
-__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "get_target", "TARGET_NAMES",
+__all__ = ["Target", "GenericTarget", "XlaCpuTarget", "XlaGpuTarget", "XlaTpuTarget", "get_target", "TARGET_NAMES",
            "ENTRY_POINT_GROUP", "GpuModel", "load_gpu", "shipped_gpus", "DEFAULT_GPU"]

@@ -15,7 +15,8 @@ from stablehlo_layout.model.rules import OpRule, rule_for
 
 if TYPE_CHECKING:
     from stablehlo_layout.targets.demands import Demand
-    from stablehlo_layout.model.graph import Graph, Instruction, Value
+    from stablehlo_layout.model.graph import Graph, Instruction, Tiling, Value
+    from stablehlo_layout.model.layout import Dims
     from stablehlo_layout.targets.view import TargetView
 
 # A derived layout and the name of the rule that derived it (for provenance).
@@ -85,3 +86,22 @@ class Target:
     def unconstrained_layout(self, g: "Graph", v: "Value") -> L.Layout:
         """The layout a buffer nobody constrained gets (XLA's GetUnconstrainedLayout)."""
         return L.default_layout(v.rank)
+
+    def default_entry_layout(self, v: "Value") -> L.Layout:
+        """The layout the runtime fixes for an entry array the program leaves open
+        (PJRT's default layout for the device): row-major on CPU and GPU."""
+        return L.default_layout(v.rank)
+
+    def tiling(self, element: str, dims: "Dims", layout: L.Layout, entry: bool = False) -> str:
+        """The layout fields XLA prints after the minor_to_major (``T(8,128)(2,1)``
+        on TPU) for an array of this type, shape and layout; empty where the
+        backend prints none.  ``entry``: the array is an entry parameter or
+        result (XLA:TPU tiles some of those apart)."""
+        return ""
+
+
+def tiling_of(target: Target) -> "Tiling | None":
+    """The target's ``tiling`` hook where it prints layout fields (XLA:TPU's
+    tiles); None for a target that leaves the base hook, whose shapes are
+    written as they always were."""
+    return None if type(target).tiling is Target.tiling else target.tiling

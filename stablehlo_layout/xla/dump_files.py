@@ -11,7 +11,9 @@ The others say which compiler wrote the dump:
   ``layout_assignment``, XLA:TPU in ``Layout_assignment``;
 - the files beside it: ``cpu_after_optimizations``, ``sm_9.0a_gpu_after_optimizations``
   (the GPU's compute capability), ``gpu_target_config.pbtxt`` (the GPU's
-  whole description, the format ``--gpu FILE`` reads), ``tpu_comp_env.txt``;
+  whole description, the format ``--gpu FILE`` reads), ``tpu_comp_env.txt``
+  and ``target_arguments.txt`` (XLA:TPU's; the latter names the chip's
+  generation: ``version: TPU_VERSION_VIPERFISH`` with ``variant: "lite"`` is v5e);
 - the module itself: only XLA:GPU forms cuBLAS, cuDNN and Triton custom
   calls before layout assignment, only XLA:TPU writes tiles.
 
@@ -60,11 +62,13 @@ _OTHER_SUFFIXES = (".ll", ".ptx", ".o", ".pb", ".pbtxt", ".json", ".dot", ".html
 
 @dataclass(frozen=True)
 class DumpOrigin:
-    """Which XLA wrote a dump: a target name, the GPU (a shipped name or a config file), and why."""
+    """Which XLA wrote a dump: a target name, the GPU (a shipped name or a config file) or
+    TPU generation it compiled for where a file says so, and why."""
 
     target: str
     gpu: str | None
     evidence: str
+    tpu: str | None = None
 
 
 def wrong_file(path: str) -> str | None:
@@ -112,12 +116,16 @@ def origin(path: str, head: str) -> DumpOrigin | None:
     if found is None:
         return None
     target, name = found
-    gpu = None
+    gpu = tpu = None
     if target == "xla-gpu":
         gpu, how = _gpu_of(path)
         if how:
             evidence += f"; {how}"
-    return DumpOrigin(target, gpu, f"{name} dump ({evidence})")
+    if target == "xla-tpu":
+        tpu, how = _tpu_of(path)
+        if how:
+            evidence += f"; {how}"
+    return DumpOrigin(target, gpu, f"{name} dump ({evidence})", tpu)
 
 
 def _siblings(path: str, suffix: str) -> list[str]:
@@ -170,3 +178,31 @@ def _gpu_of(path: str) -> tuple[str | None, str]:
     dumped = load_gpu(configs[0])
     name = next((n for n in shipped_gpus() if facts(load_gpu(n)) == facts(dumped)), configs[0])
     return name, f"its GPU from {os.path.basename(configs[0])}: {dumped.label if name == configs[0] else name}"
+
+
+_TPU_VERSION = re.compile(r"^\s*version:\s*(\w+)", re.M)
+_TPU_VARIANT = re.compile(r'^\s*variant:\s*"([^"]*)"', re.M)
+
+
+def _tpu_of(path: str) -> tuple[str | None, str]:
+    """The TPU generation an XLA:TPU dump was compiled for, from the ``target_arguments.txt``
+    libtpu writes beside it (its chip version and variant), or None."""
+    found = _siblings(path, "target_arguments.txt")
+    if not found:
+        return None, ""
+    try:
+        with open(found[0], errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return None, ""
+    version, variant = _TPU_VERSION.search(text), _TPU_VARIANT.search(text)
+    if version is None:
+        return None, ""
+    from stablehlo_layout.targets.xla_tpu import GENERATIONS
+
+    chip = (version.group(1), variant.group(1) if variant else "")
+    gen = next((g for g, names in GENERATIONS.items() if names == chip), None)
+    what = f"{chip[0]}" + (f' variant "{chip[1]}"' if chip[1] else "")
+    if gen is None:
+        return None, f"{os.path.basename(found[0])} names a chip we do not model ({what})"
+    return gen, f"its generation from {os.path.basename(found[0])}: {what} is {gen}"

@@ -33,12 +33,13 @@ from __future__ import annotations
 import argparse
 import glob
 import itertools
-import math
 import os
 import re
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
+
+from stablehlo_layout.targets import tpu_tiles
 
 from .oracle import parse_shape, strip_attribute
 
@@ -48,9 +49,7 @@ DEFAULT_DUMPS = os.path.join(REPO, "tests", "unit", "xla_tpu_dumps")
 
 Tile = tuple[int, ...]
 
-# Bits per element as XLA:TPU stores them (pred takes a byte).
-BITS = {"pred": 8, "s8": 8, "u8": 8, "f8e4m3fn": 8, "f8e5m2": 8, "s16": 16, "u16": 16, "f16": 16, "bf16": 16,
-        "s32": 32, "u32": 32, "f32": 32}
+BITS = tpu_tiles.BITS
 
 
 # -- the grammar ------------------------------------------------------------------------------
@@ -183,83 +182,18 @@ def read_module(path: str) -> Module:
     return mod
 
 
-# -- the rules --------------------------------------------------------------------------------
-
-def _pow2_ceil(n: int) -> int:
-    return 1 << max(0, (n - 1).bit_length())
-
-
-def _packing(bits: int) -> tuple[Tile, ...]:
-    """The second tile that packs sub-32-bit elements into 32-bit words along the second-minor dim."""
-    return () if bits == 32 else ((32 // bits, 1),)
-
+# -- the rules (the package's own: stablehlo_layout/targets/tpu_tiles.py) ------------------------
 
 def instruction_tiles(element: str, dims: tuple[int, ...], m2m: tuple[int, ...]) -> tuple[Tile, ...] | None:
-    """The tiles XLA:TPU gives an array inside a module (None: no rule for this element type).
-
-    rank 0: T(128 * 32/bits).  rank 1 of n elements: T(max(128 * 32/bits, min(1024, pow2ceil(n)))),
-    then (128)(32/bits,1) below 32 bits.  rank >= 2: T(r,128) with r the smallest of 1, 2, 4, 8
-    (at least 32/bits: 2 for 16-bit, 4 for 8-bit) not below the second-minor physical dim's size,
-    8 at most; then (32/bits,1) below 32 bits.
-    """
-    bits = BITS.get(element)
-    if bits is None:
-        return None
-    pack = 32 // bits
-    if not dims:
-        return ((128 * pack,),)
-    if len(dims) == 1:
-        t = max(128 * pack, min(1024, _pow2_ceil(dims[0])))
-        return ((t,),) if bits == 32 else ((t,), (128,), (pack, 1))
-    second = dims[m2m[1]]
-    rows = next(r for r in (1, 2, 4, 8) if r >= pack and (r >= second or r == 8))
-    return ((rows, 128),) + _packing(bits)
+    return tpu_tiles.tiles(element, dims, m2m)
 
 
 def entry_tiles(element: str, dims: tuple[int, ...], m2m: tuple[int, ...]) -> tuple[Tile, ...] | None:
-    """The tiles of an entry parameter or result: ``instruction_tiles``, except that an 8-bit
-    array whose second-minor dim is a multiple of 32 gets T(32,128)(4,1)."""
-    tiles = instruction_tiles(element, dims, m2m)
-    if tiles is None or len(dims) < 2 or BITS[element] != 8:
-        return tiles
-    if dims[m2m[1]] % 32 == 0:
-        return ((32, 128),) + _packing(8)
-    return tiles
+    return tpu_tiles.tiles(element, dims, m2m, entry=True)
 
 
-def padded_elements(dims: tuple[int, ...], m2m: tuple[int, ...], tiles: tuple[Tile, ...]) -> int:
-    """Elements the array takes once padded to whole tiles of its first tile."""
-    if not dims:
-        return tiles[0][0] if tiles else 1
-    t = tiles[0]
-    n = 1
-    phys = [dims[d] for d in m2m]  # minor first
-    for k, size in enumerate(phys):
-        if k < len(t):
-            tk = t[len(t) - 1 - k]
-            n *= math.ceil(size / tk) * tk
-        else:
-            n *= size
-    return n
-
-
-def default_entry_layout(element: str, dims: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The minor_to_major PJRT picks for an entry array left to it: the fewest padded elements
-    under ``entry_tiles``, ties to the lexicographically greatest minor_to_major (row-major wins a
-    tie with any other order; among the rest, the dims left after the two minor ones stay in
-    row-major order)."""
-    if element not in BITS:
-        return None
-    rank = len(dims)
-    if rank < 2:
-        return tuple(range(rank - 1, -1, -1))
-    best: tuple[int, tuple[int, ...]] | None = None
-    for perm in itertools.permutations(range(rank)):
-        tiles = entry_tiles(element, dims, perm)
-        cost = padded_elements(dims, perm, tiles)  # type: ignore[arg-type]
-        if best is None or cost < best[0] or (cost == best[0] and perm > best[1]):
-            best = (cost, perm)
-    return best[1] if best else None
+padded_elements = tpu_tiles.padded_elements
+default_entry_layout = tpu_tiles.default_entry_layout
 
 
 # -- the check --------------------------------------------------------------------------------

@@ -62,7 +62,8 @@ def test_the_gpu_target_and_its_models_load_on_first_use() -> None:
         assert isinstance(target.gpu, t.GpuModel) and t.load_gpu("a100") == target.gpu
         assert t.DEFAULT_GPU in t.shipped_gpus()
         from stablehlo_layout.targets import XlaGpuTarget, load_gpu  # noqa: F401
-        assert [cls.name for cls in (t.GenericTarget, t.XlaCpuTarget, t.XlaGpuTarget)] == list(t.TARGET_NAMES)
+        builtin = (t.GenericTarget, t.XlaCpuTarget, t.XlaGpuTarget, t.XlaTpuTarget)
+        assert [cls.name for cls in builtin] == list(t.TARGET_NAMES)
         try:
             t.NoSuchName
         except AttributeError as e:

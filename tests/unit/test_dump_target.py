@@ -146,9 +146,47 @@ def test_stablehlo_names_no_backend_and_gets_generic() -> None:
     assert plain.returncode == 0 and plain.stdout == generic.stdout and plain.stderr == generic.stderr
 
 
-def test_an_xla_tpu_dump_is_recognised_and_refused_until_there_is_a_tpu_target() -> None:
-    before = ROOT / "tests" / "unit" / "xla_tpu_dumps" / "v5e" / "transposes" / "before.txt"  # real, renamed
+def _tpu_dump(folder: Path, generation: str, program: str = "transposes", with_arguments: bool = True) -> Path:
+    """A committed XLA:TPU dump laid out under the names libtpu gave it (meta.json keeps them)."""
+    src = ROOT / "tests" / "unit" / "xla_tpu_dumps" / generation / program
+    names = json.loads((src / "meta.json").read_text())["dump_names"]
+    prefix = f"module_0001.jit_{program}."
+    before = folder / (prefix + names["before"])
+    shutil.copy(src / "before.txt", before)
+    if with_arguments:
+        shutil.copy(src / "target_arguments.txt", folder / (prefix + "target_arguments.txt"))
+    return before
+
+
+def test_an_xla_tpu_dump_is_laid_out_for_the_generation_it_names(tmp_path: Path) -> None:
+    for generation in ("v4", "v5e", "v6e"):
+        folder = tmp_path / generation
+        folder.mkdir()
+        before = _tpu_dump(folder, generation)
+        out = _tool("assign", str(before))
+        assert out.returncode == 0, out.stderr
+        note, = out.stderr.splitlines()
+        assert note.startswith("note: XLA:TPU dump (its file name's pass pipeline, Layout_assignment; its "
+                               "generation from ") and note.endswith(f"laid out as --target xla-tpu --tpu {generation} "
+                                                                     "(give --target to choose another)"), note
+        assert out.stdout == _tool("assign", "--target", "xla-tpu", "--tpu", generation, str(before)).stdout
+        # XLA:TPU's tiles, as its AFTER dump prints them.
+        assert 'xla_shape = "f32[256,384]{0,1:T(8,128)}"' in out.stdout
+
+
+def test_an_xla_tpu_dump_that_names_no_generation_says_which_it_assumed(tmp_path: Path) -> None:
+    before = _tpu_dump(tmp_path, "v4", with_arguments=False)
     out = _tool("explain", str(before))
+    assert out.returncode == 0, out.stderr
+    note, = out.stderr.splitlines()
+    assert "--target xla-tpu --tpu v5e (no file beside it names the generation; give --tpu to name it)" in note
+
+
+def test_a_tpu_generation_we_do_not_model_is_one_line() -> None:
+    before = ROOT / "tests" / "unit" / "xla_tpu_dumps" / "v5e" / "transposes" / "before.txt"
+    out = _tool("assign", "--target", "xla-tpu", "--tpu", "v9", str(before))
     assert out.returncode == 1 and out.stdout == ""
     line, = out.stderr.splitlines()
-    assert line.startswith(f"{before}: error: is an XLA:TPU dump (its tiled layouts") and "--target" in line
+    assert "--tpu v9: unknown TPU generation" in line and "v5e" in line
+    out = _tool("assign", "--target", "xla-cpu", "--tpu", "v4", str(before))
+    assert out.returncode == 1 and "applies only to --target xla-tpu" in out.stderr
