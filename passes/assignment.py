@@ -21,17 +21,18 @@ class LayoutAssignmentPass:
     target: str = "generic"
     entry_layouts: str = "default"
     gpu: str | None = None  # the device of target=xla-gpu: a shipped GPU name or a config file
+    tpu: str | None = None  # the generation of target=xla-tpu: v4, v5e, v5p, v6e, tpu7x
 
     NAME: ClassVar[str] = "stablehlo-layout-assignment"
 
     def __post_init__(self) -> None:
-        get_target(self.target, self.gpu)  # an unknown target or GPU fails when the pipeline is built
+        get_target(self.target, self.gpu, self.tpu)  # an unknown target, GPU or TPU fails when the pipeline is built
         check_entry_mode(self.entry_layouts)
 
     def __call__(self, op: ir.Operation, pass_: object) -> None:
         # Handles from an earlier run are dead here: the importer walks afresh.
         try:
-            result = assign_module(op, self.target, self.entry_layouts, gpu=self.gpu)
+            result = assign_module(op, self.target, self.entry_layouts, gpu=self.gpu, tpu=self.tpu)
         except PassError as e:
             op.emit_error(str(e)) if hasattr(op, "emit_error") else print(str(e), file=sys.stderr)
             pass_.signal_pass_failure()  # type: ignore[attr-defined]

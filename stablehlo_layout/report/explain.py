@@ -25,6 +25,7 @@ from stablehlo_layout.engine.aliasing import what_removes, why_copied
 from stablehlo_layout.engine.driver import assign_layouts, quiet_gc
 from stablehlo_layout.engine.result import Assignment, CopyGroup, copy_groups
 from stablehlo_layout.ir.metadata import Source, entry_parameter_key
+from stablehlo_layout.targets.base import Target, tiling_of
 
 SCHEMA = "stablehlo-layout.explain/1"
 
@@ -126,6 +127,20 @@ class Fix:
                 "new_layout": layout_text(self.new_layout) if self.new_layout is not None else None}
 
 
+@dataclass(frozen=True)
+class TiledCost:
+    """A copy on a tiling backend: its layouts as the backend prints them and its padded bytes."""
+
+    src: str  # ``{1,0:T(8,128)}``
+    dst: str
+    read_bytes: int
+    written_bytes: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.src, "to": self.dst, "padded_bytes_read": self.read_bytes,
+                "padded_bytes_written": self.written_bytes}
+
+
 @dataclass
 class CopyReport:
     """Everything known about one inserted copy."""
@@ -151,6 +166,10 @@ class CopyReport:
     # XLA's same-layout copy of an operand a custom call overwrites (aliasing.py):
     # the output that overwrites it; None for a copy that changes the layout.
     aliased_output: int | None = None
+    # On a backend that tiles (XLA:TPU): both layouts in full, and the bytes
+    # the copy reads and writes with the tiles' padding, which is what memory
+    # really moves; None elsewhere.
+    tiled: "TiledCost | None" = None
 
     @property
     def kind(self) -> str:
@@ -192,7 +211,8 @@ class CopyReport:
                            **({"chain_continues": {"consumer": join[0], "link": join[1]}} if join else {})}
                           for c, chain, join in zip(self.consumers, self.chains(), self.joins())],
             "cost": {"bytes_per_copy": self.bytes, "in_loop": self.in_loop,
-                     "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes},
+                     "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes,
+                     **({"tiled": self.tiled.to_json()} if self.tiled is not None else {})},
             "consumer_chain": [x.to_json() for x in self.consumer_chain],
             "producer_chain": [x.to_json() for x in self.producer_chain],
             "verdict": self.verdict, "reason": self.reason,
@@ -260,6 +280,18 @@ class Explanation:
 def value_bytes(v: Value) -> int | None:
     """Bytes a copy of ``v`` moves: None (unknown) for a dynamically shaped array."""
     return L.array_bytes(v.element, v.dims) if v.is_array else 0
+
+
+def tiled_cost(target: "Target", v: Value, src: L.Layout, dst: L.Layout) -> TiledCost | None:
+    """A copy's full layouts and padded bytes on a target that tiles; None on one that does not."""
+    tiling = tiling_of(target)
+    if tiling is None or not v.is_array:
+        return None
+    read, written = target.padded_bytes(v.element, v.dims, src), target.padded_bytes(v.element, v.dims, dst)
+    if read is None or written is None:
+        return None
+    return TiledCost(L.format_layout(src, tiling(v.element, v.dims, src)),
+                     L.format_layout(dst, tiling(v.element, v.dims, dst)), read, written)
 
 
 def describe_value(g: Graph, vid: int) -> str:
@@ -680,12 +712,14 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             consumer_chains=chains,
             aliased_output=group.edges[0].aliased_output,
             chain_joins=joins,
+            tiled=tiled_cost(a.target, v, group.edges[0].src, group.dst),
         ))
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:
         n, b = by_reason.get(r.reason, (0, 0))
         by_reason[r.reason] = (n + 1, b + (r.bytes or 0))
-    return Explanation(a.target.name, a.entry_mode, reports, _parameter_costs(a, fixer, reports), by_reason)
+    name = a.target.name if a.target.device is None else f"{a.target.name} {a.target.device}"
+    return Explanation(name, a.entry_mode, reports, _parameter_costs(a, fixer, reports), by_reason)
 
 
 def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) -> list[ParameterCost]:
@@ -765,6 +799,10 @@ def render_copy(r: CopyReport) -> str:
         lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
                      "one copy serves them all")
     lines.append(_cost_line(r))
+    if r.tiled is not None:
+        t = r.tiled
+        lines.append(f"  tiled: {t.src} -> {t.dst}; with the tiles' padding it reads {fmt_bytes(t.read_bytes)} "
+                     f"and writes {fmt_bytes(t.written_bytes)}")
     chains = r.chains()
     for k, (links, join) in enumerate(zip(chains, r.joins())):
         who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
@@ -832,6 +870,14 @@ def render_summary(e: Explanation) -> str:
                   f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")  # type: ignore[misc]
     lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, {moved} "
              f"(target {e.target}, entry layouts {e.entry_layouts})"]
+    tiled = [(c, c.tiled) for c in e.copies if c.tiled is not None]
+    if tiled:
+        def times(c: CopyReport) -> int:  # executions of the copy per execution of the program
+            return c.total_bytes // c.bytes if c.bytes and c.total_bytes is not None else 1
+
+        read = sum(t.read_bytes * times(c) for c, t in tiled)
+        written = sum(t.written_bytes * times(c) for c, t in tiled)
+        lines.append(f"  with the tiles' padding: {fmt_bytes(read)} read, {fmt_bytes(written)} written per execution")
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {fmt_bytes(b)}")
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]

@@ -46,6 +46,10 @@ class Target:
     # branches left to the default layout takes its layout from the caller.
     branch_interface_from_caller = False
 
+    # The device the target models where reports should name it (XLA:TPU's
+    # generation); None where the target's name says it all.
+    device: str | None = None
+
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's
         InstructionCanChangeLayoutInstance and friends)."""
@@ -91,6 +95,12 @@ class Target:
         """The layout the runtime fixes for an entry array the program leaves open
         (PJRT's default layout for the device): row-major on CPU and GPU."""
         return L.default_layout(v.rank)
+
+    def padded_bytes(self, element: str, dims: "Dims", layout: L.Layout) -> int | None:
+        """Bytes an array of this shape takes in memory laid out as ``layout``,
+        padding included, where the backend pads (XLA:TPU's tiles); None
+        where it does not, and the logical size is the size."""
+        return None
 
     def tiling(self, element: str, dims: "Dims", layout: L.Layout, entry: bool = False) -> str:
         """The layout fields XLA prints after the minor_to_major (``T(8,128)(2,1)``

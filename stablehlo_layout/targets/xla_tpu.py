@@ -68,6 +68,7 @@ class XlaTpuTarget(Target):
 
     def __init__(self, generation: str | None = None) -> None:
         self.generation = check_generation(generation or DEFAULT_GENERATION)
+        self.device = self.generation
 
     @property
     def label(self) -> str:
@@ -77,6 +78,9 @@ class XlaTpuTarget(Target):
         """XLA:TPU's tiles (``tpu_tiles.tiles``); none for a type no dump has shown."""
         t = tpu_tiles.tiles(element, tuple(dims), tuple(layout), entry)
         return tpu_tiles.tiles_text(t) if t is not None else ""
+
+    def padded_bytes(self, element: str, dims: "Dims", layout: L.Layout) -> int | None:
+        return tpu_tiles.padded_bytes(element, tuple(dims), tuple(layout))  # type: ignore[arg-type]
 
     def default_entry_layout(self, v: "Value") -> L.Layout:
         lay = tpu_tiles.default_entry_layout(v.element, tuple(v.dims))
