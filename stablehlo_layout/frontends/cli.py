@@ -56,7 +56,7 @@ def _common(a: argparse.ArgumentParser) -> None:
                    help="unstated entry layouts: pinned to the default, or chosen by propagation")
     a.add_argument("-o", dest="output", default="-", help="output file (default: stdout)")
     a.add_argument("--as-compiled", action="store_true",
-                   help="run XLA's own pipeline for the target (xla-cpu, or xla-gpu deviceless) up to layout "
+                   help="run XLA's own pipeline for the target (xla-cpu; xla-gpu, xla-tpu deviceless) up to layout "
                         "assignment and lay out the module XLA is about to lay out")
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
@@ -193,7 +193,7 @@ def _read_program(args: argparse.Namespace, ctx, target):
 
     backend = xla_compile.backend_of(target)
     # A JAX function is lowered for the platform it is compiled for.
-    module = _read(args, ctx, ["cuda"] if backend == "xla-gpu" else None)
+    module = _read(args, ctx, {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend))
     path = "<stdin>" if args.input == "-" else args.input
     compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
                                           **xla_compile.gpu_options(target))

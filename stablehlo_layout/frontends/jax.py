@@ -498,7 +498,8 @@ def _export(fn: Callable, structs, in_formats, out_formats, platforms: Sequence[
 
 def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any = None,
             target: str = "xla-cpu", entry_layouts: str = "default", verify: bool = False,
-            fixes: bool = True, gpu: str | None = None, as_compiled: bool = True) -> JaxAnalysis:
+            fixes: bool = True, gpu: str | None = None, as_compiled: bool = True,
+            tpu: str | None = None) -> JaxAnalysis:
     """Export ``fn`` at ``args``, run the layout pass on it, and explain every copy.
 
     ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine).
@@ -511,7 +512,11 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     (needs the ``gpu-oracle`` extra) and compares the entry layouts and the
     copies one to one.  ``result.verification`` says what was compared.
     ``gpu`` names the device of ``target="xla-gpu"`` (``"a100"``, ``"h100"``,
-    ... or a GpuTargetConfigProto text file; h100 when omitted).
+    ... or a GpuTargetConfigProto text file; h100 when omitted), ``tpu`` the
+    generation of ``target="xla-tpu"`` (``"v4"``, ``"v5e"``, ``"v5p"``,
+    ``"v6e"``, ``"tpu7x"``; v5e when omitted).  With ``target="xla-tpu"``,
+    ``verify=True`` compiles deviceless with XLA:TPU (the ``xla-tpu`` extra)
+    and compares entry layouts and copies as for XLA:GPU.
     ``as_compiled`` (the default) lays out the module XLA itself is about to
     lay out: ``fn`` is compiled by XLA for the target (XLA:CPU, or XLA:GPU
     deviceless for the ``gpu``) up to layout assignment, and every copy names
@@ -524,21 +529,24 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
 
     structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req = _trees(
         fn, args, in_layouts, out_layouts)
-    tgt, _ = resolve_target(target, gpu)
+    tgt, _ = resolve_target(target, gpu, tpu)
     from stablehlo_layout.xla.pipeline import backend_of
 
     backend = backend_of(tgt)
-    gpu_program = as_compiled and backend == "xla-gpu"
-    exported = _export(fn, structs, in_formats, out_formats, platforms=["cuda"] if gpu_program else None)
+    platform = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend) if as_compiled or backend == "xla-tpu" else None
+    exported = _export(fn, structs, in_formats, out_formats, platforms=platform)
     name = getattr(fn, "__name__", None) or repr(fn)
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
-    sources = None
-    if as_compiled:
+    sources = compiled = None
+    if as_compiled or (verify and backend == "xla-tpu"):
         from stablehlo_layout.xla.pipeline import compile_module, gpu_options
-        from stablehlo_layout.ir.metadata import read_sources
 
         compiled = compile_module(module, f"<jax.export of {name}>", backend, entry_layouts, **gpu_options(tgt))
+    if as_compiled:
+        from stablehlo_layout.ir.metadata import read_sources
+
+        assert compiled is not None
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
@@ -546,7 +554,7 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         from stablehlo_layout.ir.metadata import name_by_instruction
 
         name_by_instruction(result.assignment.graph)
-    if as_compiled and compiled.note:
+    if as_compiled and compiled is not None and compiled.note:
         result.warnings.append(compiled.note)
     explanation = explain(result.assignment, fixes=fixes, sources=sources)
     a = result.assignment
@@ -561,7 +569,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
                       entry_layouts, warnings, context=ctx)
     on_gpu, device = _gpu_of(target, gpu)
-    if verify and on_gpu:
+    if verify and backend == "xla-tpu":
+        assert compiled is not None
+        _verify_tpu(out, compiled)
+    elif verify and on_gpu:
         _verify_gpu(out, fn, structs, in_formats, out_formats, device)
     elif verify:
         _verify(out, fn, structs, in_formats, out_formats)
@@ -643,22 +654,42 @@ def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, 
                      copies_compared=True, xla_copies=list(xla.copies), late_error=xla.late_error)
     a.xla_entry_params, a.xla_entry_results = xla.entry_params, xla.entry_results
     v.entry_mismatches.extend(_entry_mismatches(a, "XLA:GPU"))
-    # Copies one to one: each of ours takes an unclaimed XLA copy of the same shape and layouts.
-    unclaimed = list(xla.copies)
+    _match_copies(a, v, list(xla.copies), "XLA:GPU")
+
+
+def _verify_tpu(a: JaxAnalysis, compiled: Any) -> None:
+    """Hold our answer against libtpu's after-layout-assignment module of the same compile."""
+    from stablehlo_layout.xla.gpu_deviceless import added_copies, entry_layouts
+
+    if compiled.after is None:
+        raise InputError(a.name, f"{compiled.backend} dumped no module after its layout assignment to compare with")
+    # XLA:TPU copies once per use; one copy of ours serves every use of a value.
+    copies = list({(x.operand, x.dst): x for x in added_copies(compiled.before, compiled.after)}.values())
+    label = compiled.backend
+    v = Verification(f"{label}, compiled deviceless", len(a.params) + len(a.results), copies_compared=True,
+                     xla_copies=copies, late_error=compiled.note or "")
+    a.xla_entry_params, a.xla_entry_results = entry_layouts(compiled.after)
+    v.entry_mismatches.extend(_entry_mismatches(a, label))
+    _match_copies(a, v, copies, label)
+
+
+def _match_copies(a: JaxAnalysis, v: Verification, xla_copies: list[Any], label: str) -> None:
+    """Copies one to one: each of ours takes an unclaimed XLA copy of the same shape and layouts."""
+    unclaimed = list(xla_copies)
     for c in a.copies:
         hit = next((x for x in unclaimed if x.shape == c.shape and x.src == tuple(c.src)
                     and x.dst == tuple(c.dst)), None)
         if hit is None:
             v.copy_mismatches.append(f"copy #{c.index} {c.shape} {_fmt(c.src)} -> {_fmt(c.dst)} "
-                                     f"({c.producer['value']}): XLA:GPU makes no such copy")
+                                     f"({c.producer['value']}): {label} makes no such copy")
         else:
             unclaimed.remove(hit)
             v.copies_matched += 1
     for x in unclaimed:
-        v.copy_mismatches.append(f"XLA:GPU copy {x.name} {x.shape} {_fmt(x.src)} -> {_fmt(x.dst)} "
+        v.copy_mismatches.append(f"{label} copy {x.name} {x.shape} {_fmt(x.src)} -> {_fmt(x.dst)} "
                                  f"(of {x.operand}): we make no such copy")
     a.verification = v
-    a.compared = [f"{v.compared}: ours against XLA:GPU's after-layout-assignment module"]
+    a.compared = [f"{v.compared}: ours against {label}'s after-layout-assignment module"]
     a.mismatches = v.entry_mismatches + v.copy_mismatches
     a.verified = v.agrees
 

@@ -16,6 +16,8 @@ errors and interrupts too.
 - XLA:GPU: deviceless, for a described GPU (a ``GpuTargetConfigProto``), through
   the CUDA plugin's compile-only client.  The plugin packages are an optional
   extra; without them the error says what to install.
+- XLA:TPU: deviceless, for a generation's topology, through libtpu in a child
+  process (``tpu_deviceless.py``; the ``xla-tpu`` extra).
 
 Entry layouts: the compile sees the layouts the input pins, as ``mhlo.layout_mode``
 on the entry function (jaxlib's clients read nothing else): pins given as
@@ -30,7 +32,7 @@ import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.errors import InputError
@@ -54,7 +56,7 @@ __all__ = ["COMPILE_TARGETS", "Compiled", "GPU_EXTRA_HINT", "backend_of", "check
            "with_entry_layout_modes"]
 
 # The targets that name an XLA backend whose pipeline can be run.
-COMPILE_TARGETS = ("xla-cpu", "xla-gpu")
+COMPILE_TARGETS = ("xla-cpu", "xla-gpu", "xla-tpu")
 
 GPU_EXTRA_HINT = INSTALL_HINT
 
@@ -199,10 +201,12 @@ def _cpu_client() -> tuple[Any, Any]:
 
 def backend_of(target: Any) -> str:
     """The XLA backend whose pipeline a target object stands for: its own, or that of the target it derives from."""
-    from stablehlo_layout.targets import XlaCpuTarget, XlaGpuTarget
+    from stablehlo_layout.targets import XlaCpuTarget, XlaGpuTarget, XlaTpuTarget
 
     if isinstance(target, XlaGpuTarget):
         return "xla-gpu"
+    if isinstance(target, XlaTpuTarget):
+        return "xla-tpu"
     if isinstance(target, XlaCpuTarget):
         return "xla-cpu"
     return getattr(target, "name", str(target))
@@ -212,7 +216,8 @@ def check_target(target: str) -> None:
     """``--as-compiled`` needs a target that names an XLA backend."""
     if target not in COMPILE_TARGETS:
         raise InputError("stablehlo-layout", f"--as-compiled runs XLA's own pipeline: give --target "
-                                             f"{' or '.join(COMPILE_TARGETS)} (not {target!r})")
+                                             f"{', '.join(COMPILE_TARGETS[:-1])} or {COMPILE_TARGETS[-1]} "
+                                             f"(not {target!r})")
 
 
 def prepare_environment(target: str = "") -> None:
@@ -270,7 +275,11 @@ def _start_jax() -> None:
 
 
 def gpu_options(target: Any) -> dict[str, Any]:
-    """``compile_module``'s GPU arguments from a target object that carries a GPU model."""
+    """``compile_module``'s device arguments from a target object that carries a GPU model
+    or a TPU generation."""
+    generation = getattr(target, "generation", None)
+    if isinstance(generation, str):
+        return {"tpu": generation}
     gpu = getattr(target, "gpu", None)
     if gpu is None or not getattr(gpu, "text", ""):
         return {}
@@ -300,11 +309,12 @@ def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any,
 
 
 def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str = "default",
-                   gpu_config: str | None = None, gpu_label: str = "") -> Compiled:
+                   gpu_config: str | None = None, gpu_label: str = "", tpu: str | None = None) -> Compiled:
     """Run XLA's pipeline for ``target`` on ``module`` up to layout assignment.
 
     ``path`` names the input in errors.  ``gpu_config`` is the
-    ``GpuTargetConfigProto`` text of the GPU to compile for (``xla-gpu``).
+    ``GpuTargetConfigProto`` text of the GPU to compile for (``xla-gpu``),
+    ``tpu`` the generation (``xla-tpu``; v5e when omitted).
     Raises ``InputError`` with XLA's own message when XLA refuses the module.
     """
     check_target(target)
@@ -314,6 +324,13 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     if target == "xla-cpu":
         client, device = _cpu_client()
         label = "XLA:CPU"
+    elif target == "xla-tpu":
+        from stablehlo_layout.targets.xla_tpu import DEFAULT_GENERATION
+        from stablehlo_layout.xla import tpu_deviceless
+
+        generation = tpu or DEFAULT_GENERATION
+        client = device = None
+        label = f"XLA:TPU {generation}"
     else:
         client, device = _gpu_client(path, gpu_config, gpu_label)
         label = f"XLA:GPU ({device.device_kind})"
@@ -328,6 +345,10 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
 
     def compile(flags: dict[str, Any]) -> Any:
+        if target == "xla-tpu":
+            bytecode = program.operation.get_asm(binary=True, enable_debug_info=True)
+            return tpu_deviceless.compile_in_child(cast(bytes, bytecode), generation, flags, len(ftype.inputs),
+                                                   len(ftype.results), path)
         options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
         devices = xc.DeviceList((device,))
         if target == "xla-cpu":
@@ -344,6 +365,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     note = None
     if dumps.failure is not None:
         # A pass after layout assignment failed (deviceless XLA:GPU cannot
-        # autotune, for one); what layout assignment saw is complete.
+        # autotune, deviceless libtpu aborts in some late passes); what layout
+        # assignment saw is complete.
         note = f"note: {label} failed after layout assignment: {_xla_message(dumps.failure)}"
     return Compiled(dumps.before, dumps.after, label, note)

@@ -292,7 +292,7 @@ def test_as_compiled_needs_an_xla_target(user_export, capsys):
     export, _ = user_export
     code, out, err = _run(capsys, "assign", "--as-compiled", str(export))
     assert code == 1
-    assert err.count("\n") == 1 and "--as-compiled" in err and "--target xla-cpu or xla-gpu" in err
+    assert err.count("\n") == 1 and "--as-compiled" in err and "--target xla-cpu, xla-gpu or xla-tpu" in err
 
 
 def test_xla_refusing_is_one_line_with_xlas_message(capsys, tmp_path, tmpdir_for_dumps):
@@ -577,3 +577,96 @@ def test_readme_walkthrough(capsys, monkeypatch):
             out = _run(capsys, "explain", "--as-compiled", "--target", "xla-gpu", "--gpu", gpu, "--no-fixes",
                        "examples.models:convnet_nchw", *args)[1]
             assert f"summary: {copies} cop" in out, out[-300:]
+
+
+# -- XLA:TPU, deviceless ------------------------------------------------------------------------------
+
+def _tpu_or_skip() -> None:
+    from stablehlo_layout.xla.tpu_deviceless import unavailable
+
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+
+
+# Transposes whose results feed elementwise work: XLA:TPU makes them bitcasts by
+# copying the parameters (docs/TPU-OBSERVED.md section 5), two copies here.
+TPU_PROGRAM = """
+func.func public @main(%x: tensor<256x384xf32>, %w: tensor<8x128x256xbf16>)
+    -> (tensor<384x256xf32>, tensor<8x256x128xbf16>) {
+  %t = stablehlo.transpose %x, dims = [1, 0] : (tensor<256x384xf32>) -> tensor<384x256xf32>
+  %n = stablehlo.negate %t : tensor<384x256xf32>
+  %u = stablehlo.transpose %w, dims = [0, 2, 1] : (tensor<8x128x256xbf16>) -> tensor<8x256x128xbf16>
+  %m = stablehlo.multiply %u, %u : tensor<8x256x128xbf16>
+  return %n, %m : tensor<384x256xf32>, tensor<8x256x128xbf16>
+}
+"""
+
+
+@pytest.fixture
+def tpu_program(tmp_path) -> Path:
+    path = tmp_path / "transposes.mlir"
+    path.write_text(TPU_PROGRAM)
+    return path
+
+
+@pytest.mark.parametrize("generation", ["v5e", "v6e"])
+def test_tpu_as_compiled_agrees_with_libtpu(user_export, tpu_program, generation):
+    """XLA:TPU's module before its layout assignment, laid out by us, matches the one libtpu returns."""
+    from stablehlo_layout.frontends.api import assign_module
+    from stablehlo_layout.model.graph import shape_text
+    from stablehlo_layout.xla.gpu_deviceless import added_copies, entry_layouts
+
+    _tpu_or_skip()
+    for path, copies in ((user_export[0], 0), (tpu_program, 2)):
+        ctx = mlir.make_context()
+        module = mlir.read_input(str(path), ctx)
+        compiled = xla_compile.compile_module(module, str(path), "xla-tpu", tpu=generation)
+        assert compiled.backend == f"XLA:TPU {generation}" and compiled.after is not None
+        ours = assign_module(mlir.load(compiled.before, str(path), mlir.make_context(), hlo_sources=True),
+                             "xla-tpu", tpu=generation)
+        params, results = entry_layouts(compiled.after)
+        assert ours.assignment.entry_params == params and ours.assignment.entry_results == results
+        # XLA copies once per use (the multiply reads its copy twice); we copy once per value.
+        xla = sorted({(c.shape, c.dst) for c in added_copies(compiled.before, compiled.after)})
+        assert len(xla) == copies
+        assert sorted((shape_text(ours.graph.values[c.value]), c.dst) for c in ours.copies) == \
+            sorted((shape.split("{")[0], dst) for shape, dst in xla)
+        if path == user_export[0]:  # the column-major pin reached the compile, tiled as XLA:TPU tiles it
+            assert "f32[16,8]{0,1:T(8,128)}" in compiled.before.split("\n", 1)[0]
+
+
+def test_tpu_as_compiled_from_the_command_line(tpu_program, capsys):
+    _tpu_or_skip()
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-tpu", "--tpu", "v4", str(tpu_program))
+    assert code == 0, err
+    assert "summary: 2 copies" in out and "(target xla-tpu v4, entry layouts default)" in out
+    assert "  tiled: {1,0:T(8,128)} -> {0,1:T(8,128)}; with the tiles' padding it reads 384.0 KiB" in out
+
+
+def test_tpu_without_libtpu_says_what_to_install(user_export, monkeypatch, capsys):
+    from stablehlo_layout.xla import tpu_deviceless
+
+    export, _ = user_export
+    monkeypatch.setattr(tpu_deviceless, "unavailable", lambda: "XLA:TPU's compiler (libtpu) is not installed: "
+                                                                 + tpu_deviceless.INSTALL_HINT)
+    code, out, err = _run(capsys, "explain", "--as-compiled", "--target", "xla-tpu", str(export))
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1, err
+    assert "pip install 'stablehlo-layout[xla-tpu]'" in err
+
+
+def test_analyze_verifies_against_xla_tpu():
+    """analyze(target="xla-tpu", verify=True) holds entry layouts and copies against libtpu's own answer."""
+    from stablehlo_layout.frontends.jax import analyze
+
+    _tpu_or_skip()
+
+    def f(x, w):
+        return jnp.tanh(x @ w).T * 2.0, x.T * 3.0
+
+    s = jax.ShapeDtypeStruct
+    a = analyze(f, s((256, 384), jnp.float32), s((384, 128), jnp.bfloat16), target="xla-tpu", tpu="v6e", verify=True)
+    assert a.verified and not a.mismatches, a.mismatches
+    assert a.verification.oracle == "XLA:TPU v6e, compiled deviceless"
+    assert len(a.verification.xla_copies) == a.verification.copies_matched == len(a.copies) == 1
