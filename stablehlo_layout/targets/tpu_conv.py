@@ -29,7 +29,7 @@ def pads(element: str, dims: "Dims", m2m: tuple[int, ...]) -> int:
     """Elements ``dims`` takes in ``m2m`` once padded to whole tiles (0: unknown type or dims)."""
     if any(d is None for d in dims):
         return 0
-    t = tpu_tiles.tiles(element, tuple(dims), m2m)  # type: ignore[arg-type]
+    t = tpu_tiles.tiles(element, tuple(dims), m2m)
     return 0 if t is None else tpu_tiles.padded_elements(tuple(dims), m2m, t)  # type: ignore[arg-type]
 
 

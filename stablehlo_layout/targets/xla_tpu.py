@@ -84,7 +84,7 @@ class XlaTpuTarget(Target):
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
         g = view.graph
-        for iid in view.instructions_of(("custom_call", "convolution")):
+        for iid in view.instructions_of(("custom_call", "convolution", "dot", "dot_general")):
             ins = g.instrs[iid]
             if ins.comp != comp:
                 continue
@@ -92,6 +92,42 @@ class XlaTpuTarget(Target):
                 yield from self._top_k(view, iid)
             elif "conv" in ins.attrs and view.rule(iid).hlo == "convolution":
                 yield from self._convolution(view, iid)
+            elif "lhs_batch" in ins.attrs:
+                yield from self._dot(view, iid)
+
+    def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
+        """A dot writes its result with the batch dims most major and its two
+        free dims minor, in the order that pads least (the higher-numbered
+        minor on a tie); a batched dot reads each operand likewise: batch dims
+        major, its free and contracting dims minor in the order that pads least."""
+        g = view.graph
+        ins = g.instrs[iid]
+        a = ins.attrs
+        out = g.values[ins.results[0]]
+        if not out.is_array:
+            return
+        nb = len(a["lhs_batch"])
+        if out.rank - nb == 2:
+            pair = (out.rank - 1, out.rank - 2)
+            lay = tpu_conv.conv_layout(out.element, out.dims, pair, tuple(range(nb)))
+            why = Origin("target:tpu-dot-output", iid, None,
+                         "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
+                         "minor, in the order that pads least under the (8,128) tiles (the last dim minor on a tie)")
+            yield Demand.on_results(iid, [L.intern(lay)], why)
+        if not nb:
+            return  # a dot without batch dims reads its operands in whatever layout they come
+        for n, batch, contracting in ((0, a["lhs_batch"], a["lhs_contracting"]),
+                                      (1, a["rhs_batch"], a["rhs_contracting"])):
+            v = g.values[ins.operands[n]]
+            rest = [d for d in range(v.rank) if d not in batch]
+            if not v.is_array or len(rest) != 2 or len(contracting) != 1:
+                continue
+            lay = tpu_conv.conv_layout(v.element, v.dims, (rest[1], rest[0]), tuple(sorted(batch)))
+            why = Origin("target:tpu-batched-dot-operand", iid, None,
+                         "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
+                         "contracting dims minor, in the order that pads least under the (8,128) tiles (the "
+                         "last dim minor on a tie)")
+            yield Demand.on_operand(iid, n, L.intern(lay), why)
 
     def _convolution(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """Spatial dims most major (dimension 0 first), the batch/feature (kernel:
