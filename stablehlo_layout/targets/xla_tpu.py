@@ -12,6 +12,11 @@ that show it:
 * the runtime fixes an entry array the program leaves open to the order that
   pads least under those tiles (``tpu_tiles.default_entry_layout``);
 * ``TopK`` reads and writes its sorted dim major;
+* a convolution (``tpu_conv``) writes, and reads where its operand is not
+  already so laid out, its spatial dims most major and its batch/feature
+  (kernel: input/output feature) pair minor in the order that pads least;
+* a dot writes its batch dims major and its free dims minor in the order that
+  pads least; a batched dot reads each operand likewise;
 * everything else follows XLA's base pass: transposes become bitcasts, the
   layouts of custom calls with ``operand_layout_constraints`` are honoured.
 
