@@ -12,6 +12,11 @@ that show it:
 * the runtime fixes an entry array the program leaves open to the order that
   pads least under those tiles (``tpu_tiles.default_entry_layout``);
 * ``TopK`` reads and writes its sorted dim major;
+* a convolution (``tpu_conv``) writes, and reads where its operand is not
+  already so laid out, its spatial dims most major and its batch/feature
+  (kernel: input/output feature) pair minor in the order that pads least;
+* a dot writes its batch dims major and its free dims minor in the order that
+  pads least; a batched dot reads each operand likewise;
 * everything else follows XLA's base pass: transposes become bitcasts, the
   layouts of custom calls with ``operand_layout_constraints`` are honoured.
 
@@ -28,7 +33,7 @@ from typing import TYPE_CHECKING, Iterator
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.constraints import Origin
 from stablehlo_layout.model.errors import OptionError
-from stablehlo_layout.targets import tpu_tiles
+from stablehlo_layout.targets import tpu_conv, tpu_tiles
 from stablehlo_layout.targets.base import Target
 from stablehlo_layout.targets.demands import Demand
 
@@ -88,10 +93,82 @@ class XlaTpuTarget(Target):
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
         g = view.graph
-        for iid in view.instructions_of(("custom_call",)):
+        for iid in view.instructions_of(("custom_call", "convolution", "dot", "dot_general")):
             ins = g.instrs[iid]
-            if ins.comp == comp and ins.attrs.get("target") == _TOPK:
+            if ins.comp != comp:
+                continue
+            if ins.attrs.get("target") == _TOPK:
                 yield from self._top_k(view, iid)
+            elif "conv" in ins.attrs and view.rule(iid).hlo == "convolution":
+                yield from self._convolution(view, iid)
+            elif "lhs_batch" in ins.attrs:
+                yield from self._dot(view, iid)
+
+    def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
+        """A dot writes its result with the batch dims most major and its two
+        free dims minor, in the order that pads least (the higher-numbered
+        minor on a tie); a batched dot reads each operand likewise: batch dims
+        major, its free and contracting dims minor in the order that pads least."""
+        g = view.graph
+        ins = g.instrs[iid]
+        a = ins.attrs
+        out = g.values[ins.results[0]]
+        if not out.is_array:
+            return
+        nb = len(a["lhs_batch"])
+        if out.rank - nb == 2:
+            pair = (out.rank - 1, out.rank - 2)
+            lay = tpu_conv.conv_layout(out.element, out.dims, pair, tuple(range(nb)))
+            why = Origin("target:tpu-dot-output", iid, None,
+                         "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
+                         "minor, in the order that pads least under the (8,128) tiles (the last dim minor on a tie)")
+            yield Demand.on_results(iid, [L.intern(lay)], why)
+        if not nb:
+            return  # a dot without batch dims reads its operands in whatever layout they come
+        for n, batch, contracting in ((0, a["lhs_batch"], a["lhs_contracting"]),
+                                      (1, a["rhs_batch"], a["rhs_contracting"])):
+            v = g.values[ins.operands[n]]
+            rest = [d for d in range(v.rank) if d not in batch]
+            if not v.is_array or len(rest) != 2 or len(contracting) != 1:
+                continue
+            lay = tpu_conv.conv_layout(v.element, v.dims, (rest[1], rest[0]), tuple(sorted(batch)))
+            why = Origin("target:tpu-batched-dot-operand", iid, None,
+                         "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
+                         "contracting dims minor, in the order that pads least under the (8,128) tiles (the "
+                         "last dim minor on a tie)")
+            yield Demand.on_operand(iid, n, L.intern(lay), why)
+
+    def _convolution(self, view: "TargetView", iid: int) -> Iterator[Demand]:
+        """Spatial dims most major (dimension 0 first), the batch/feature (kernel:
+        input/output feature) pair minor in the order that pads least
+        (``tpu_conv``); an operand already in a layout of that shape is read as
+        it comes."""
+        g = view.graph
+        ins = g.instrs[iid]
+        inp, ker = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        if not (inp.is_array and ker.is_array and out.is_array):
+            return
+        (ipair, isp), (kpair, ksp), (opair, osp) = tpu_conv.roles(ins.attrs["conv"], (inp.rank, ker.rank, out.rank))
+        lay = tpu_conv.conv_layout(out.element, out.dims, opair, osp)
+        why = Origin("target:tpu-conv-output", iid, None,
+                     "XLA:TPU writes a convolution's result with the spatial dims most major and batch and "
+                     "feature minor, in the order that pads least under the (8,128) tiles (feature minor on a tie)")
+        yield Demand.on_results(iid, [L.intern(lay)], why)
+        for n, v, pair, sp, what in ((0, inp, ipair, isp, "input (batch and feature minor)"),
+                                     (1, ker, kpair, ksp, "kernel (input and output feature minor)")):
+            held = _held_layout(view, v.id)
+            if held is not None and tpu_conv.fits(held, pair, sp):
+                why = Origin("target:tpu-conv-operand-as-is", iid, None,
+                             f"XLA:TPU reads a convolution {what} as it comes when its spatial dims are already "
+                             "most major in order and the pair minor, in either order")
+                yield Demand.on_operand(iid, n, held, why)
+                continue
+            lay = tpu_conv.conv_layout(v.element, v.dims, pair, sp)
+            why = Origin("target:tpu-conv-operand", iid, None,
+                         f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
+                         "the order that pads least under the (8,128) tiles")
+            yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
 
     def _top_k(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """TopK sorts along its last dim, which it wants most major, in and out
@@ -108,6 +185,27 @@ class XlaTpuTarget(Target):
         lays = tuple(_last_dim_major(g.values[r].rank) if g.values[r].is_array and g.values[r].rank >= 2 else None
                      for r in leaves)
         yield Demand.on_results(iid, lays, why, True)
+
+
+def _held_layout(view: "TargetView", vid: int, depth: int = 8) -> L.Layout | None:
+    """The layout ``vid`` is already held to (its buffer's constraint), looking
+    up through ops that keep their operands' layout (elementwise ops); None
+    when nothing holds it yet."""
+    g = view.graph
+    v = g.values[vid]
+    held = view.buffer_constraint(v.buffer)
+    if held is not None:
+        return held.layout
+    ins = g.instrs[v.producer]
+    if depth == 0 or ins.op in ("parameter", "root") or view.rule(ins.id).can_change:
+        return None
+    for o in ins.operands:
+        ov = g.values[o]
+        if ov.is_array and ov.rank == v.rank:
+            lay = _held_layout(view, o, depth - 1)
+            if lay is not None:
+                return lay
+    return None
 
 
 def _last_dim_major(rank: int) -> L.Layout:

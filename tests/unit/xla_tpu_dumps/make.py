@@ -62,7 +62,8 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
 # Big programs whose dumps are kept for two generations only.
-ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major"}
+ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
+                "conv_operands_as_is", "dot_layouts"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -178,6 +179,66 @@ def programs():  # noqa: C901  (a table of small programs)
     def row_major(shapes):
         return [tuple(range(len(s))) for s, _ in shapes]
 
+    # Convolutions and dots with their entry layouts pinned (the pass's own choice then
+    # shows as a copy): the rules of docs/TPU-OBSERVED.md §5 (tests/unit/test_tpu_rules.py).
+    def convs(cases):
+        """One convolution per (input, kernel) pair of arguments, each with its own dimension numbers."""
+        def fn(*xs):
+            return tuple(lax.conv_general_dilated(xs[2 * i], xs[2 * i + 1], (1,) * (len(dn[0]) - 2), "SAME",
+                                                  dimension_numbers=dn) for i, dn in enumerate(cases))
+        return fn
+
+    def conv_case(dn, b, fi, fo, dtype=f32, sp=(12, 12), k=(3, 3)):
+        """(dimension numbers, [input, kernel] shapes) for a convolution of these sizes."""
+        lhs, rhs, _ = dn
+        si = dict(N=b, C=fi, H=sp[0], W=sp[1], D=6, X=sp[0])
+        sk = dict(O=fo, I=fi, H=k[0], W=k[1], D=3, X=k[0])
+        return dn, [(tuple(si[c] for c in lhs), dtype), (tuple(sk[c] for c in rhs), dtype)]
+
+    nchw1 = ("NCHW", "OIHW", "NCHW")
+    conv_sizes = [conv_case(nchw1, *s) for s in ((8, 32, 64), (32, 8, 64), (64, 32, 8), (4, 3, 16), (16, 16, 16),
+                                                 (1, 16, 16), (200, 64, 64), (64, 200, 300), (3, 5, 7), (130, 8, 8))]
+    conv_sizes += [conv_case(("NCHW", "IOHW", "NCHW"), 16, 32, 32), conv_case(("NCHW", "OHWI", "NCHW"), 16, 32, 32),
+                   conv_case(("CHWN", "OIHW", "CHWN"), 32, 32, 32), conv_case(("NWHC", "OIHW", "NHWC"), 16, 32, 64,
+                                                                              sp=(12, 20)),
+                   conv_case(("NCX", "OIX", "NCX"), 8, 32, 64, sp=(50, 50)),
+                   conv_case(("NCDHW", "OIDHW", "NCDHW"), 4, 16, 32, sp=(8, 10))]
+    conv_types = [conv_case(nchw1, 12, 8, 8, bf16), conv_case(nchw1, 12, 16, 12, bf16), conv_case(nchw1, 12, 8, 8, s8),
+                  conv_case(nchw1, 24, 40, 24, s8), conv_case(nchw1, 1, 64, 1, bf16)]
+
+    def conv_program(name, cases, in_m2m=None, out_m2m=None):
+        shapes = [s for _, ss in cases for s in ss]
+        major = [tuple(reversed(m)) for m in in_m2m] if in_m2m else [tuple(range(len(s))) for s, _ in shapes]
+        outs = [tuple(reversed(m)) for m in out_m2m] if out_m2m else [tuple(range(len(s))) for s, _ in shapes[::2]]
+        return P(name, convs([dn for dn, _ in cases]), shapes, major, outs, single=False)
+
+    # Operands already in a layout of the convolution's shape are read as they come:
+    # {0,1,3,2} (batch minor) though {1,0,3,2} pads less; spatial dims reversed are copied.
+    as_is = [conv_case(nchw1, 8, 32, 64), conv_case(nchw1, 16, 16, 16), conv_case(nchw1, 16, 16, 16),
+             conv_case(nchw1, 16, 16, 16), conv_case(("HWCN", "OIHW", "HWCN"), 8, 32, 16)]
+    as_is_in = [(0, 1, 3, 2), (1, 0, 3, 2), (0, 1, 3, 2), (0, 1, 3, 2), (1, 0, 2, 3), (1, 0, 2, 3),
+                (2, 3, 1, 0), (2, 3, 0, 1), (3, 2, 1, 0), (1, 0, 3, 2)]
+    as_is_out = [(1, 0, 3, 2), (0, 1, 3, 2), (1, 0, 3, 2), (1, 0, 3, 2), (2, 3, 1, 0)]
+
+    def bdot(a, b):
+        return jnp.einsum("bij,bjk->bik", a, b)
+
+    def qk(q, k):
+        return jnp.einsum("bqhd,bkhd->bhqk", q, k)
+
+    def dots(*xs):
+        fns = (bdot, bdot, bdot, bdot, bdot, bdot, qk, qk, jnp.matmul, jnp.matmul, jnp.matmul)
+        return tuple(f(xs[2 * i], xs[2 * i + 1]) for i, f in enumerate(fns))
+
+    dot_shapes = [((8, 128, 64), f32), ((8, 64, 256), f32)] * 3 + [((8, 128, 128), f32)] * 4 + [
+        ((8, 128, 64), f32), ((8, 64, 128), f32), ((2, 128, 4, 64), bf16), ((2, 128, 4, 64), bf16),
+        ((2, 128, 4, 64), bf16), ((2, 64, 4, 64), bf16), ((100, 128), f32), ((128, 8), f32),
+        ((8, 128), f32), ((128, 100), f32), ((256, 256), f32), ((256, 256), f32)]
+    dot_in = [(2, 1, 0), (2, 1, 0), (2, 1, 0), (1, 2, 0), (1, 2, 0), (1, 2, 0), (1, 2, 0), (2, 1, 0),
+              (1, 2, 0), (1, 2, 0), (1, 2, 0), (2, 1, 0), (1, 3, 2, 0), (1, 3, 2, 0), (1, 3, 2, 0), (1, 3, 2, 0),
+              (1, 0), (1, 0), (1, 0), (1, 0), (1, 0), (1, 0)]
+    dot_out = [(2, 1, 0)] * 5 + [(1, 2, 0), (3, 2, 1, 0), (3, 2, 1, 0), (1, 0), (1, 0), (0, 1)]
+
     table = {
         "matmul_f32": P("matmul_f32", lambda a, b: a @ b, [((256, 512), f32), ((512, 384), f32)]),
         "matmul_bf16": P("matmul_bf16", lambda a, b: a @ b, [((256, 512), bf16), ((512, 384), bf16)]),
@@ -217,6 +278,11 @@ def programs():  # noqa: C901  (a table of small programs)
         # column-major b; results a + b.T row-major, a @ b column-major.
         "pinned_layouts_f32": P("pinned_layouts_f32", pinned, [((256, 128), f32), ((128, 256), f32)],
                                 [(0, 1), (1, 0)], [(0, 1), (1, 0)], single=False),
+        "conv_layouts_f32": conv_program("conv_layouts_f32", conv_sizes),
+        "conv_layouts_types": conv_program("conv_layouts_types", conv_types),
+        "conv_operands_as_is": conv_program("conv_operands_as_is", as_is, as_is_in, as_is_out),
+        "dot_layouts": P("dot_layouts", dots, dot_shapes, [tuple(reversed(m)) for m in dot_in],
+                         [tuple(reversed(m)) for m in dot_out], single=False),
         "linalg_f32": P("linalg_f32", linalg, [((64, 64), f32), ((64, 16), f32), ((64, 32), f32)], single=False),
         "embedding_grad_f32": P("embedding_grad_f32", embedding_grad, [((1000, 128), f32), ((4, 16), s32)]),
         # JAX's default (PJRT-chosen) entry layouts, and row-major pinned ones.

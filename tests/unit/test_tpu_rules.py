@@ -1,0 +1,63 @@
+"""XLA:TPU's convolution and dot layout rules (docs/TPU-OBSERVED.md §5) against its own dumps.
+
+Each probe program of ``xla_tpu_dumps/make.py`` named below was compiled by
+libtpu deviceless; our ``xla-tpu`` target runs on its BEFORE module and must
+give every named value XLA's AFTER layout and make exactly XLA's copies.
+Reads the stored dumps only: no jax[tpu] or libtpu needed.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from stablehlo_layout.targets import tpu_conv
+from tests.differential import compare
+
+DUMPS = os.path.join(os.path.dirname(__file__), "xla_tpu_dumps")
+
+# program -> what it shows
+PROBES = {
+    "conv_layouts_f32": "spatial dims most major, the batch/feature (kernel: i/o) pair minor in the order "
+                        "that pads least, every label order, 1-D to 3-D",
+    "conv_layouts_types": "the same pad-least choice under bf16 and s8 tiles",
+    "conv_operands_as_is": "operands already in a convolution-shaped layout are read as they come",
+    "dot_layouts": "batched dot operands and every dot result: pad-least pair, the last dim minor on a tie",
+    "conv_nchw_f32": "forward convolution on PJRT's default entry layouts: no copy",
+    "conv_nhwc_bf16": "forward convolution on PJRT's default entry layouts: no copy",
+    "pinned_layouts_f32": "a 2-D dot's square result is row-major, then copied to the pinned layout",
+}
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+@pytest.mark.parametrize("program", sorted(PROBES))
+def test_probe_agrees_with_xla(program, generation, monkeypatch):
+    from stablehlo_layout.frontends.api import assign_module
+
+    monkeypatch.setattr(compare, "_assign", lambda m, t, g: assign_module(m, "xla-tpu", "default", tpu=generation))
+    folder = os.path.join(DUMPS, generation, program)
+    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
+                              unique_keys=True)
+    assert r["status"] == "ok", r.get("error")
+    assert r["agree"] == r["values"], [d for d in r["diffs"] if d["kind"] == "layout"][:3]
+    assert r["xla_copies_matched"] == r["xla_copies"] == r["our_copies"], \
+        [d for d in r["diffs"] if d["kind"] != "layout"][:3]
+
+
+def test_conv_layout_pads_least():
+    # NCHW input [b, f, 12, 12]: the pair (feature, batch), feature minor on a tie.
+    assert tpu_conv.conv_layout("f32", (8, 32, 12, 12), (1, 0), (2, 3)) == (1, 0, 3, 2)
+    assert tpu_conv.conv_layout("f32", (32, 8, 12, 12), (1, 0), (2, 3)) == (0, 1, 3, 2)
+    assert tpu_conv.conv_layout("f32", (16, 16, 12, 12), (1, 0), (2, 3)) == (1, 0, 3, 2)
+    # bf16 rows pad to 8 as f32's do (the instruction tiles): batch 12 vs feature 8.
+    assert tpu_conv.conv_layout("bf16", (12, 8, 12, 12), (1, 0), (2, 3)) == (0, 1, 3, 2)
+    # Past 128 lanes: f32[200, 300] pads less with 300 minor.
+    assert tpu_conv.conv_layout("f32", (200, 300, 6, 6), (1, 0), (2, 3)) == (1, 0, 3, 2)
+
+
+def test_conv_shape_check():
+    assert tpu_conv.fits((0, 1, 3, 2), (1, 0), (2, 3))
+    assert tpu_conv.fits((1, 0, 3, 2), (1, 0), (2, 3))
+    assert not tpu_conv.fits((1, 0, 2, 3), (1, 0), (2, 3))  # spatial dims out of order
+    assert not tpu_conv.fits((3, 2, 1, 0), (1, 0), (2, 3))
