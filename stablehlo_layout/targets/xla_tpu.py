@@ -11,7 +11,7 @@ that show it:
   minor_to_major, and the tiles follow;
 * the runtime fixes an entry array the program leaves open to the order that
   pads least under those tiles (``tpu_tiles.default_entry_layout``);
-* ``TopK`` reads and writes its sorted dim major;
+* ``TopK`` cannot change layout: its operand and both results share one;
 * a convolution (``tpu_conv``) writes, and reads where its operand is not
   already so laid out, its spatial dims most major and its batch/feature
   (kernel: input/output feature) pair minor in the order that pads least;
@@ -28,17 +28,19 @@ meant, and so that a rule that does differ has a place to go.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator
 
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.constraints import Origin
 from stablehlo_layout.model.errors import OptionError
+from stablehlo_layout.model.rules import OpRule, rule_for
 from stablehlo_layout.targets import tpu_conv, tpu_tiles
 from stablehlo_layout.targets.base import Target
 from stablehlo_layout.targets.demands import Demand
 
 if TYPE_CHECKING:
-    from stablehlo_layout.model.graph import Value
+    from stablehlo_layout.model.graph import Graph, Instruction, Value
     from stablehlo_layout.model.layout import Dims
     from stablehlo_layout.targets.view import TargetView
 
@@ -91,15 +93,23 @@ class XlaTpuTarget(Target):
         lay = tpu_tiles.default_entry_layout(v.element, tuple(v.dims))
         return L.default_layout(v.rank) if lay is None else L.intern(lay)
 
+    def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
+        r = rule_for(ins.op)
+        # TopK reads its operand in the layout it writes both results in: where
+        # the operand is a parameter the entry result's layout wins and the
+        # operand is copied, where it is computed the operand's layout wins and
+        # the results are copied (tests/unit/xla_tpu_dumps/*/topk_*).
+        if r.hlo == "custom_call" and ins.attrs.get("target") == _TOPK:
+            return replace(r, can_change=False)
+        return r
+
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
         g = view.graph
         for iid in view.instructions_of(("custom_call", "convolution", "dot", "dot_general")):
             ins = g.instrs[iid]
             if ins.comp != comp:
                 continue
-            if ins.attrs.get("target") == _TOPK:
-                yield from self._top_k(view, iid)
-            elif "conv" in ins.attrs and view.rule(iid).hlo == "convolution":
+            if "conv" in ins.attrs and view.rule(iid).hlo == "convolution":
                 yield from self._convolution(view, iid)
             elif "lhs_batch" in ins.attrs:
                 yield from self._dot(view, iid)
@@ -169,22 +179,6 @@ class XlaTpuTarget(Target):
                          f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
                          "the order that pads least under the (8,128) tiles")
             yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
-
-    def _top_k(self, view: "TargetView", iid: int) -> Iterator[Demand]:
-        """TopK sorts along its last dim, which it wants most major, in and out
-        (``v5e/sort_topk_f32``: the operand copied from ``{1,0}`` to ``{0,1}``)."""
-        g = view.graph
-        why = Origin("target:tpu-topk-sorted-dim-major", iid, None,
-                     "XLA:TPU's TopK reads and writes the sorted (last) dimension most major")
-        ops = view.operand_values(iid)
-        if not ops or not ops[0].is_array or ops[0].rank < 2:
-            return
-        lay = _last_dim_major(ops[0].rank)
-        yield Demand.on_operand(iid, 0, lay, why, True, True)
-        leaves = view.leaves(iid)
-        lays = tuple(_last_dim_major(g.values[r].rank) if g.values[r].is_array and g.values[r].rank >= 2 else None
-                     for r in leaves)
-        yield Demand.on_results(iid, lays, why, True)
 
 
 def _held_layout(view: "TargetView", vid: int, depth: int = 8) -> L.Layout | None:

@@ -27,7 +27,7 @@ func.func public @main(%x: tensor<16x4xf32>) -> tensor<4x16xf32> {
 
 
 def test_every_builtin_target_name_resolves_to_a_target_of_that_name():
-    assert TARGET_NAMES == ("generic", "xla-cpu", "xla-gpu")
+    assert TARGET_NAMES == ("generic", "xla-cpu", "xla-gpu", "xla-tpu")
     for name in TARGET_NAMES:
         target, warning = get_target(name)
         assert target.name == name and warning is None

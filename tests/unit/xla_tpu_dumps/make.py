@@ -63,7 +63,7 @@ sys.path.insert(0, str(REPO))
 
 # Big programs whose dumps are kept for two generations only.
 ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
-                "conv_operands_as_is", "dot_layouts"}
+                "conv_operands_as_is", "dot_layouts", "topk_paths"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -122,6 +122,10 @@ def programs():  # noqa: C901  (a table of small programs)
 
     def sorts(x):
         return jnp.sort(x, axis=0), jnp.argsort(x, axis=-1), *lax.top_k(x, 8)
+
+    def topks(a, b, c, d):  # TopK fed by a parameter or by a computed value, read whole or in part
+        return (*jax.lax.top_k(a, 8), *jax.lax.top_k(b * 2.0, 8), jnp.exp(jax.lax.top_k(c, 8)[0]),
+                jax.nn.softmax(jax.lax.top_k(d / 2.0, 8)[0]))
 
     def slices(a, b, i):
         c = jnp.concatenate([a, b], axis=1)
@@ -261,6 +265,8 @@ def programs():  # noqa: C901  (a table of small programs)
         "pooling": P("pooling", pools, [((8, 32, 32, 64), f32), ((8, 64, 32, 32), bf16)], single=False),
         "pad": P("pad", pads, [((30, 100), f32), ((4, 8, 128), bf16), ((16, 256), f32)], single=False),
         "sort_topk_f32": P("sort_topk_f32", sorts, [((64, 1000), f32)], single=False),
+        "topk_paths": P("topk_paths", topks, [((64, 1000), f32), ((64, 1000), f32), ((64, 32000), f32),
+                                              ((16, 32000), f32)], single=False),
         "slice_concat_f32": P("slice_concat_f32", slices, [((128, 256), f32), ((128, 128), f32), ((), s32)],
                               single=False),
         "transposes": P("transposes", transposes,
