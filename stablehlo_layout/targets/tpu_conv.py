@@ -1,4 +1,4 @@
-"""XLA:TPU's layouts for convolutions, as its dumps show them (docs/TPU-OBSERVED.md §5).
+"""XLA:TPU's layouts for convolutions, as its dumps show them (TPU-OBSERVED §5).
 
 A convolution on TPU runs with its spatial dimensions most major, in order
 (spatial dimension 0 most major), and two dimensions in the minor, tiled

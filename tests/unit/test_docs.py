@@ -1,7 +1,7 @@
 """The design documents are in the repository, and every citation of them resolves.
 
-Code, tests and the README cite sections as ``DESIGN \u00a7N`` (docs/DESIGN.md) and
-``XLA \u00a7N`` (docs/XLA.md).  Each must name its document and a numbered heading
+Code, tests and the README cite sections as ``DESIGN \u00a7N`` (docs/DESIGN.md),
+``XLA \u00a7N`` (docs/XLA.md) and ``TPU-OBSERVED \u00a7N`` (docs/TPU-OBSERVED.md).  Each must name its document and a numbered heading
 that exists there; inside the two documents a bare section sign names their own
 sections.  (This file spells the section sign as an escape so that it cites nothing.)
 """
@@ -17,10 +17,10 @@ import pytest
 from tests.support import ROOT
 
 SECTION = "\u00a7"
-DOCS = {"DESIGN": "docs/DESIGN.md", "XLA": "docs/XLA.md"}
+DOCS = {"DESIGN": "docs/DESIGN.md", "XLA": "docs/XLA.md", "TPU-OBSERVED": "docs/TPU-OBSERVED.md"}
 HEADING = re.compile(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", re.M)
 NUM = r"\d+(?:\.\d+)*"
-NAMED = re.compile(rf"\b(DESIGN|XLA) {SECTION}({NUM})")
+NAMED = re.compile(rf"\b(DESIGN|XLA|TPU-OBSERVED) {SECTION}({NUM})")
 ANY = re.compile(rf"{SECTION} ?({NUM})?")
 
 
@@ -54,8 +54,9 @@ def citations() -> list[tuple[str, int, str, str | None]]:
 
 
 def test_both_documents_have_numbered_sections():
-    for doc in DOCS:
+    for doc in ("DESIGN", "XLA"):
         assert {"1", "3", "5", "9"} <= sections(doc), doc
+    assert {"3", "5", "8"} <= sections("TPU-OBSERVED")
     assert {"3.1", "9.2", "11.2", "13.17"} <= sections("XLA")
     assert {"9.2", "9.3", "9.4"} <= sections("DESIGN")
 

@@ -1,4 +1,4 @@
-"""XLA:TPU's convolution and dot layout rules (docs/TPU-OBSERVED.md §5) against its own dumps.
+"""XLA:TPU's convolution and dot layout rules (TPU-OBSERVED §5) against its own dumps.
 
 Each probe program of ``xla_tpu_dumps/make.py`` named below was compiled by
 libtpu deviceless; our ``xla-tpu`` target runs on its BEFORE module and must

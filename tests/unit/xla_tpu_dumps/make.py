@@ -184,7 +184,7 @@ def programs():  # noqa: C901  (a table of small programs)
         return [tuple(range(len(s))) for s, _ in shapes]
 
     # Convolutions and dots with their entry layouts pinned (the pass's own choice then
-    # shows as a copy): the rules of docs/TPU-OBSERVED.md §5 (tests/unit/test_tpu_rules.py).
+    # shows as a copy): the rules of TPU-OBSERVED §5 (tests/unit/test_tpu_rules.py).
     def convs(cases):
         """One convolution per (input, kernel) pair of arguments, each with its own dimension numbers."""
         def fn(*xs):
