@@ -6,9 +6,9 @@ minor_to_major of rank >= 2 values is not the whole answer.  ``tpu_fields``
 compares, over every named array value (the keys ``compare.OurSide`` gives,
 each XLA value counted once):
 
-* the full layout text: ours is ``target.layout_text(element, dims, layout)``
-  (the xla-tpu target prints XLA's text; a target without ``layout_text`` gets
-  no full comparison, and the result says so);
+* the full layout text: ours is ``target.layout_text(element, dims, layout)``,
+  or the minor_to_major with the target's ``tiling`` fields (``layout_text_of``;
+  a CPU / GPU target prints no tiles, so it disagrees wherever XLA:TPU tiles);
 * the non-trivial values of rank >= 2: XLA's AFTER layout is neither row-major
   nor the layout the value had in the BEFORE module, i.e. layout assignment
   moved it (a BEFORE layout that is not row-major is JAX's or a pin, which any
@@ -22,24 +22,63 @@ each XLA value counted once):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .oracle import ELEMENT_BYTES, ArrayShape, HloModule, shape_at
 
 
 def padded_bytes(element: str, dims: tuple[int, ...], full_layout: str) -> int:
-    """Bytes an array takes padded to whole tiles of its first tile (logical bytes without tiles)."""
-    from .tpu_tiles_check import padded_elements, parse_layout
+    """Bytes an array takes padded to whole tiles of its first tile (its logical bytes without tiles).
+
+    Counted here from the layout text, not by the package's own rule, so that
+    XLA's side is measured independently of what our target believes.
+    """
+    from .tpu_tiles_check import parse_layout
 
     n = 1
     for d in dims:
         n *= d
+    per = ELEMENT_BYTES.get(element, 4)
     if full_layout in ("-", ""):
-        return n * ELEMENT_BYTES.get(element, 4)
+        return n * per
     lay = parse_layout(full_layout)
-    if lay.tiles and len(lay.minor_to_major) == len(dims):
-        n = padded_elements(dims, lay.minor_to_major, lay.tiles)
-    return n * ELEMENT_BYTES.get(element, 4)
+    if not lay.tiles or len(lay.minor_to_major) != len(dims):
+        return n * per
+    first = lay.tiles[0]
+    if not dims:
+        return first[0] * per
+    n = 1
+    for k, d in enumerate(lay.minor_to_major):  # minor first; the tile's last entry covers the most minor dim
+        size = dims[d]
+        if k < len(first) and first[len(first) - 1 - k] > 0:
+            step = first[len(first) - 1 - k]
+            size = -(-size // step) * step
+        n *= size
+    return n * per
+
+
+def layout_text_of(target: Any) -> Callable[[str, tuple[int, ...], tuple[int, ...] | None], str] | None:
+    """Our full layout text for (element, dims, minor_to_major); None where the target prints none.
+
+    A target's ``layout_text`` gives the whole text; else its ``tiling`` hook
+    (the fields after the colon: ``T(8,128)(2,1)``, "" for CPU / GPU targets)
+    is put after the minor_to_major as XLA prints it.
+    """
+    text = getattr(target, "layout_text", None)
+    if text is not None:
+        return lambda e, d, lay: "-" if lay is None else str(text(e, d, lay))
+    tiling = getattr(target, "tiling", None)
+    if tiling is None:
+        return None
+
+    def from_tiling(element: str, dims: tuple[int, ...], lay: tuple[int, ...] | None) -> str:
+        if lay is None:
+            return "-"
+        fields = tiling(element, dims, lay)
+        return "{" + ",".join(map(str, lay)) + (f":{fields}" if fields else "") + "}"
+
+    return from_tiling
 
 
 def _array_at(hlo: HloModule, name: str, idx: tuple[int, ...]) -> ArrayShape | None:
@@ -66,13 +105,13 @@ def tpu_fields(r: Any, ours: Any, xla: Any, after: HloModule, before: HloModule,
     from .compare import _line, canonical, key_text
 
     g = r.graph
-    text = getattr(r.assignment.target, "layout_text", None)
+    text = layout_text_of(r.assignment.target)
     out: dict[str, Any] = {"full_layout": text is not None}
 
     def ours_text(element: str, dims: tuple[int, ...], layout: tuple[int, ...] | None) -> str:
         if text is None:
             return "-"
-        return str(text(element, tuple(dims), tuple(layout) if layout is not None else None))
+        return text(element, tuple(dims), tuple(layout) if layout is not None else None)
 
     full = full_agree = moved = moved_agree = 0
     by_rank: dict[str, list[int]] = {}  # "0" / "1" / "2+" -> [values, agreeing]
