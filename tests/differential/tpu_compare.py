@@ -116,6 +116,7 @@ def tpu_fields(r: Any, ours: Any, xla: Any, after: HloModule, before: HloModule,
     full = full_agree = moved = moved_agree = 0
     by_rank: dict[str, list[int]] = {}  # "0" / "1" / "2+" -> [values, agreeing]
     diffs: list[dict[str, Any]] = []
+    full_texts: dict[str, list[str]] = {}  # key -> [ours, XLA's] full layout, where the minor_to_major differs
     counted: set[Any] = set()
     for vid, key in ours.keys.items():
         v = g.values[vid]
@@ -148,7 +149,9 @@ def tpu_fields(r: Any, ours: Any, xla: Any, after: HloModule, before: HloModule,
         if mine_text == theirs:
             full_agree += 1
             tally[1] += 1
-        elif mine == xs.layout or v.rank < 2:
+        elif mine != xs.layout and v.rank >= 2:
+            full_texts[key_text(key)] = [mine_text, theirs]  # for compare's "layout" difference, shown whole
+        else:
             # The minor_to_major agrees (or there is no other one): only the fields differ.
             # A rank >= 2 minor_to_major difference is compare's "layout" difference already.
             ins = g.instrs[v.producer]
@@ -156,7 +159,7 @@ def tpu_fields(r: Any, ours: Any, xla: Any, after: HloModule, before: HloModule,
             diffs.append({"kind": "tiles", "name": key_text(key), "op": op, "rank": v.rank,
                           "element": v.element, "ours": mine_text, "xla": theirs, "line": _line(after, name)})
     out.update(full_values=full, full_agree=full_agree, full_by_rank=by_rank,
-               moved=moved, moved_agree=moved_agree, tile_diffs=diffs)
+               moved=moved, moved_agree=moved_agree, tile_diffs=diffs, full_texts=full_texts)
     out.update(_copies(r, ours, xla, after, ours_text))
     return out
 

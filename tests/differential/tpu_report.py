@@ -86,9 +86,11 @@ def difference_kinds(results: list[dict[str, Any]]) -> Counter:
 def _differences(r: dict[str, Any]) -> list[str]:
     """One program's differences, both sides shown (ours | XLA)."""
     lines: list[str] = []
+    full = r.get("full_texts", {})
     for d in r["diffs"]:
         if d["kind"] == "layout":
-            lines.append(f"    {d['name']} ({d['op']}): ours {d['ours']} | XLA {d['xla']}")
+            ours, xla = full.get(d["name"], (d["ours"], d["xla"]))
+            lines.append(f"    {d['name']} ({d['op']}): ours {ours} | XLA {xla}")
             lines.append(f"      XLA: {d['line']}")
     for d in r.get("tile_diffs", []):
         lines.append(f"    {d['name']} ({d['op']}, tiles): ours {d['ours']} | XLA {d['xla']}")
