@@ -162,3 +162,39 @@ def test_one_program_through_libtpu(tmp_path):
     assert os.path.isfile(os.path.join(r["dir"], "after.txt"))
     (again,) = run_tasks([task], jobs=1, timeout=300)  # now from the cache
     assert again["cached"] and again["values"] == r["values"] and again["full_agree"] == r["full_agree"]
+
+
+_ABORTING_CHILD = """
+import os, sys
+sys.path[:0] = [sys.argv[2], os.path.join(sys.argv[2], "tests", "unit", "xla_tpu_dumps")]
+import make
+from tests.differential.tpu_oracle import run_tpu_oracle
+from tests.differential.tpu_run import STDERR, program_folder, stderr_to
+d = program_folder(sys.argv[1], "v5p", 0, 9999)
+os.makedirs(d, exist_ok=True)
+with stderr_to(os.path.join(d, STDERR)):
+    run_tpu_oracle(make.programs()["tiles_default"](), "v5p", d)
+"""
+
+
+@pytest.mark.oracle
+def test_a_libtpu_abort_after_layout_assignment_is_recovered(tmp_path):
+    """libtpu 0.0.50 aborts tiles_default on v5p after layout assignment (make.py's note): the harness
+    keeps the dumps the dead process wrote, with the abort's message, and compares them."""
+    import subprocess
+    import sys
+
+    from tests.differential.tpu_oracle import oracle_available
+    from tests.differential.tpu_run import process
+
+    ok, why = oracle_available()
+    if not ok:
+        pytest.skip(why)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    child = subprocess.run([sys.executable, "-c", _ABORTING_CHILD, str(tmp_path), str(ROOT)], env=env,
+                           capture_output=True, text=True, timeout=300)
+    if child.returncode == 0:
+        pytest.skip("this libtpu compiles tiles_default for v5p without aborting")
+    r = process(0, 9999, str(tmp_path), "v5p", target=_target(), retry=True)
+    assert r["status"] == "ok" and r["recovered"], r
+    assert "Check failed" in r["jax_error"] and r["values"] > 0
