@@ -145,15 +145,16 @@ def process(seed: int, index: int, cache: str, tpu: str, refresh: bool = False,
     base: dict[str, Any] = {"seed": seed, "index": index, "tpu": generation_label(tpu), "id": ident}
     if model is not None:
         base["model"] = model
-    folder = program_folder(cache, tpu, seed, index, model)
-    if retry or not refresh:
-        why = recovered(folder, retry)
-        if why:
-            if retry:
-                return {**base, "status": "skipped", "reason": why}
-        elif why == "":
-            base["recovered"] = True
-            refresh = False
+    try:
+        folder = program_folder(cache, tpu, seed, index, model)
+        why = recovered(folder, retry) if retry or not refresh else None
+    except Exception as e:
+        return {**base, "status": "harness-error", "error": f"{type(e).__name__}: {e}"[:300]}
+    if why and retry:
+        return {**base, "status": "skipped", "reason": why}
+    if why == "":
+        base["recovered"] = True
+        refresh = False
 
     def build() -> Any:
         if model is not None:
