@@ -371,22 +371,27 @@ def _copy_reason(hlo: HloModule, name: str) -> str:
     return "relayout"
 
 
-def _assign(module: Any, target: str, gpu: str | None) -> Any:
-    """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model."""
+def _assign(module: Any, target: str, gpu: str | None, tpu: str | None = None) -> Any:
+    """Our pass on ``module``; ``gpu`` picks the xla-gpu target's device model, ``tpu`` the
+    xla-tpu target's generation (other targets take neither)."""
     from stablehlo_layout.frontends.api import assign_module
 
+    if tpu is not None and target == "xla-tpu":
+        return assign_module(module, target, "default", tpu=tpu)
     if gpu is None:
         return assign_module(module, target, "default")
     return assign_module(module, target, "default", gpu=gpu)
 
 
 def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
-                  gpu: str | None = None, unique_keys: bool = False) -> dict[str, Any]:
+                  gpu: str | None = None, unique_keys: bool = False, tpu: str | None = None) -> dict[str, Any]:
     """Run our pass on ``before_path`` and compare with XLA's ``after_path``.
 
     ``unique_keys`` counts each XLA value once where two of ours stand for it
     (a tuple-result custom call's element and the get-tuple-element reading
     it); the XLA:CPU report keeps its historical count without it.
+    ``tpu`` (a generation) adds the XLA:TPU fields of ``tpu_compare.tpu_fields``
+    (full layouts with tiles); it reaches our pass only with ``target="xla-tpu"``.
     """
     with open(before_path) as f:
         before_text = f.read()
@@ -403,7 +408,7 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
     try:
         ctx = mlir.make_context()
         m = mlir.read_input(before_path, ctx)
-        r = _assign(m, target, gpu)
+        r = _assign(m, target, gpu, tpu)
     except Exception as e:  # the tool failed: a finding, not a harness error
         tb = traceback.extract_tb(e.__traceback__)
         where = next((f"{fr.filename.split('/')[-1]}:{fr.lineno}" for fr in reversed(tb)
@@ -576,4 +581,8 @@ def compare_dumps(before_path: str, after_path: str, target: str = "xla-cpu",
         xla_copy_info=xla_copy_info, diffs=diffs,
     )
     out["agrees"] = n_agree == n_values and not xla_only and not ours_only
+    if tpu is not None:
+        from .tpu_compare import tpu_fields
+
+        out.update(tpu_fields(r, ours, xla, after, before, before_names, unique_keys))
     return out

@@ -48,6 +48,18 @@ class ArrayShape:
     element: str
     dims: tuple[int, ...]
     layout: tuple[int, ...] | None  # minor_to_major; None when the text has none
+    # What XLA:TPU prints after the minor_to_major, e.g. "T(8,128)(2,1)" (tiles,
+    # element bits E(n), memory space S(n)); None when the layout has no ":" part.
+    # Kept out of equality so that CPU / GPU comparisons of shapes stay minor_to_major.
+    tiling: str | None = field(default=None, compare=False)
+
+    @property
+    def full_layout(self) -> str:
+        """The layout as XLA prints it, fields included: ``{1,0:T(8,128)}``, ``{:T(128)}``; "-" without one."""
+        if self.layout is None:
+            return "-"
+        fields = f":{self.tiling}" if self.tiling else ""
+        return "{" + ",".join(map(str, self.layout)) + fields + "}"
 
     @property
     def rank(self) -> int:
@@ -61,7 +73,7 @@ class ArrayShape:
         return n * ELEMENT_BYTES.get(self.element, 4)
 
     def __str__(self) -> str:
-        lay = "" if self.layout is None else "{" + ",".join(map(str, self.layout)) + "}"
+        lay = "" if self.layout is None else self.full_layout
         return f"{self.element}[{','.join(map(str, self.dims))}]{lay}"
 
 
@@ -105,14 +117,16 @@ def parse_shape(text: str, pos: int = 0) -> tuple[Shape, int]:
         return "token[]", pos
     dims = tuple(int(d.lstrip("<=")) for d in m.group(2).split(",") if d.strip())
     layout = None
+    tiling = None
     if text.startswith("{", pos):
-        end = text.index("}", pos)
-        body = text[pos + 1:end].split(":", 1)[0]
+        end = text.index("}", pos)  # the fields use parentheses only: T(8,128)(2,1), S(1)
+        body, colon, fields = text[pos + 1:end].partition(":")
         layout = tuple(int(x) for x in body.split(",") if x.strip())
+        tiling = fields if colon and fields else None
         pos = end + 1
     elif not dims:
-        layout = ()  # HLO text never prints a scalar's layout
-    return ArrayShape(element, dims, layout), pos
+        layout = ()  # HLO text prints no layout for a scalar without fields
+    return ArrayShape(element, dims, layout, tiling), pos
 
 
 def shape_at(shape: Shape, index: tuple[int, ...]) -> Shape | None:

@@ -144,7 +144,11 @@ def _task_id(t: dict[str, Any]) -> str:
 # -- a small process pool with per-task timeouts ------------------------------------------
 
 def _process_task(task: dict[str, Any]) -> dict[str, Any]:
-    """One task of the pool: an XLA:CPU comparison, or an XLA:GPU one when it names a GPU."""
+    """One task of the pool: an XLA:CPU comparison, or an XLA:GPU / XLA:TPU one when it names a GPU / TPU."""
+    if "tpu" in task:
+        from tests.differential.tpu_run import process as tpu_process
+
+        return tpu_process(**task)
     if "gpu" in task:
         from tests.differential.gpu_run import process as gpu_process
 
@@ -168,8 +172,13 @@ def _worker(conn: Any) -> None:
 
 
 def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
-                 progress: bool = True) -> list[dict[str, Any]]:
-    if jobs <= 1:
+                 progress: bool = True, isolate: bool = False) -> list[dict[str, Any]]:
+    """Every task's result, in order, from ``jobs`` worker processes.
+
+    With ``jobs`` 1 the tasks run in this process unless ``isolate`` asks for a
+    worker (a compiler that may abort the process: XLA:TPU's).
+    """
+    if jobs <= 1 and not isolate:
         out = []
         for k, t in enumerate(tasks):
             out.append(_process_task(t))
@@ -198,7 +207,7 @@ def run_parallel(tasks: list[dict[str, Any]], jobs: int, timeout: float,
         else:
             w["task"] = None
 
-    for _ in range(min(jobs, len(tasks))):
+    for _ in range(min(max(jobs, 1), len(tasks))):
         w = start()
         workers.append(w)
         assign(w)

@@ -75,6 +75,11 @@ _AFTER_MARK = "after_layout-assignment"
 # libtpu warns (harmlessly) when it cannot tell which accelerator or workers it
 # runs on; any valid values silence it, whatever topology is compiled for.
 QUIET_ENV = {"TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_HOSTNAMES": "localhost"}
+# libtpu takes /tmp/libtpu_lockfile so that one process owns the chips; a second
+# process then fails every compile ("Internal error when accessing libtpu
+# multi-process lockfile").  Deviceless compiles own no chip: let the differential
+# harness's workers (and anyone else's compiles) load libtpu side by side.
+SHARED_ENV = {"ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
 
 
 
@@ -202,7 +207,7 @@ def tpu_device(generation: str = DEFAULT_GENERATION) -> Any:
         ok, why = oracle_available()
         if not ok:
             raise RuntimeError(why)
-        for k, v in QUIET_ENV.items():
+        for k, v in {**QUIET_ENV, **SHARED_ENV}.items():
             os.environ.setdefault(k, v)
         from jax.experimental import topologies
 
