@@ -104,15 +104,20 @@ def padded_bytes(element: str, dims: tuple[int, ...], m2m: tuple[int, ...]) -> i
     return padded_elements(dims, m2m, t) * BITS[element] // 8
 
 
-@functools.lru_cache(maxsize=4096)
 def default_entry_layout(element: str, dims: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The minor_to_major PJRT fixes for an entry array the program leaves to it.
+    """The minor_to_major PJRT fixes for an entry array the program leaves to it:
+    ``least_padded`` under the entry tiles."""
+    return least_padded(element, dims, entry=True)
 
-    Among all orders, the one whose array, tiled as an entry array, pads to
-    the fewest elements; a tie goes to the lexicographically greatest
-    minor_to_major (row-major beats any other order; otherwise the dims
-    above the two minor ones stay in row-major order).  None for a type no
-    dump has shown.
+
+@functools.lru_cache(maxsize=4096)
+def least_padded(element: str, dims: tuple[int, ...], entry: bool = False) -> tuple[int, ...] | None:
+    """The minor_to_major whose array pads least under its tiles (``entry``: an entry array's).
+
+    Among all orders, the one whose array pads to the fewest elements; a tie
+    goes to the lexicographically greatest minor_to_major (row-major beats
+    any other order; otherwise the dims above the two minor ones stay in
+    row-major order).  None for a type no dump has shown.
     """
     if element not in BITS or any(d is None for d in dims):
         return None
@@ -125,7 +130,7 @@ def default_entry_layout(element: str, dims: tuple[int, ...]) -> tuple[int, ...]
     for minor, second in itertools.permutations(range(rank), 2):
         rest = tuple(d for d in range(rank) if d not in (minor, second))
         perm = (minor, second) + tuple(sorted(rest, reverse=True))
-        t = tiles(element, dims, perm, entry=True)
+        t = tiles(element, dims, perm, entry=entry)
         assert t is not None
         cost = padded_elements(dims, perm, t)
         if best is None or cost < best[0] or (cost == best[0] and perm > best[1]):

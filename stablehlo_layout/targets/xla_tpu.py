@@ -89,6 +89,13 @@ class XlaTpuTarget(Target):
     def padded_bytes(self, element: str, dims: "Dims", layout: L.Layout) -> int | None:
         return tpu_tiles.padded_bytes(element, tuple(dims), tuple(layout))  # type: ignore[arg-type]
 
+    def unconstrained_layout(self, g: "Graph", v: "Value") -> L.Layout:
+        """A buffer nothing constrained takes the layout that pads least under
+        its tiles, as an open entry array does (``v5e/.../s0/0``-style: a free
+        bf16[8,1] parameter and the broadcasts beside it come out ``{0,1}``)."""
+        lay = tpu_tiles.least_padded(v.element, tuple(v.dims))  # type: ignore[arg-type]
+        return L.default_layout(v.rank) if lay is None else L.intern(lay)
+
     def default_entry_layout(self, v: "Value") -> L.Layout:
         lay = tpu_tiles.default_entry_layout(v.element, tuple(v.dims))
         return L.default_layout(v.rank) if lay is None else L.intern(lay)

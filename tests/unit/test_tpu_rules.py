@@ -32,13 +32,10 @@ PROBES = {
 
 @pytest.mark.parametrize("generation", ("v5e", "v6e"))
 @pytest.mark.parametrize("program", sorted(PROBES))
-def test_probe_agrees_with_xla(program, generation, monkeypatch):
-    from stablehlo_layout.frontends.api import assign_module
-
-    monkeypatch.setattr(compare, "_assign", lambda m, t, g: assign_module(m, "xla-tpu", "default", tpu=generation))
+def test_probe_agrees_with_xla(program, generation):
     folder = os.path.join(DUMPS, generation, program)
     r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
-                              unique_keys=True)
+                              target="xla-tpu", tpu=generation, unique_keys=True)
     assert r["status"] == "ok", r.get("error")
     assert r["agree"] == r["values"], [d for d in r["diffs"] if d["kind"] == "layout"][:3]
     assert r["xla_copies_matched"] == r["xla_copies"] == r["our_copies"], \
