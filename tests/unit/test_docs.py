@@ -3,7 +3,8 @@
 Code, tests and the README cite sections as ``DESIGN \u00a7N`` (docs/DESIGN.md),
 ``XLA \u00a7N`` (docs/XLA.md) and ``TPU-OBSERVED \u00a7N`` (docs/TPU-OBSERVED.md).  Each
 must name its document and a numbered heading that exists there; inside the
-documents a bare section sign names their own sections.  (This file spells the section sign as an escape so that it cites nothing.)
+documents a bare section sign names their own sections.  (This file spells the
+section sign as an escape so that it cites nothing.)
 """
 
 from __future__ import annotations
