@@ -63,7 +63,7 @@ sys.path.insert(0, str(REPO))
 
 # Big programs whose dumps are kept for two generations only.
 ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
-                "conv_operands_as_is", "dot_layouts", "topk_paths"}
+                "conv_operands_as_is", "dot_layouts", "topk_paths", "pallas_add"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -126,6 +126,14 @@ def programs():  # noqa: C901  (a table of small programs)
     def topks(a, b, c, d):  # TopK fed by a parameter or by a computed value, read whole or in part
         return (*jax.lax.top_k(a, 8), *jax.lax.top_k(b * 2.0, 8), jnp.exp(jax.lax.top_k(c, 8)[0]),
                 jax.nn.softmax(jax.lax.top_k(d / 2.0, 8)[0]))
+
+    def pallas_add(x, y):  # a Mosaic kernel: tpu_custom_call with operand_layout_constraints
+        from jax.experimental import pallas as pl
+
+        def kernel(x_ref, y_ref, o_ref):
+            o_ref[...] = x_ref[...] + y_ref[...]
+
+        return pl.pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))(x, y.T) * 2.0
 
     def slices(a, b, i):
         c = jnp.concatenate([a, b], axis=1)
@@ -267,6 +275,7 @@ def programs():  # noqa: C901  (a table of small programs)
         "sort_topk_f32": P("sort_topk_f32", sorts, [((64, 1000), f32)], single=False),
         "topk_paths": P("topk_paths", topks, [((64, 1000), f32), ((64, 1000), f32), ((64, 32000), f32),
                                               ((16, 32000), f32)], single=False),
+        "pallas_add": P("pallas_add", pallas_add, [((256, 512), f32), ((512, 256), f32)]),
         "slice_concat_f32": P("slice_concat_f32", slices, [((128, 256), f32), ((128, 128), f32), ((), s32)],
                               single=False),
         "transposes": P("transposes", transposes,
