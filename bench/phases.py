@@ -55,11 +55,11 @@ def import_(s: State) -> None:
     s.graph, s.handles = import_module(s.module, inline_calls=True)
 
 
-def propagate(s: State) -> None:
+def propagate(s: State, target: str = "xla-cpu") -> None:
     from stablehlo_layout.engine.driver import assign_layouts
-    from stablehlo_layout.targets import XlaCpuTarget
+    from stablehlo_layout.targets import get_target
 
-    s.assignment = assign_layouts(s.graph, XlaCpuTarget())
+    s.assignment = assign_layouts(s.graph, get_target(target)[0])
 
 
 def rewrite(s: State) -> None:

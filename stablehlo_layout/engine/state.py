@@ -99,12 +99,20 @@ class EngineState:
         self.exact = exact or trace
         self.comp = -1  # the computation being laid out (trace events name it)
         # Per-instruction facts the driver and targets read, computed once.
-        if type(target).rule is Target.rule:  # the table's rules: one lookup per op name
+        refined = target.refined_ops
+        if type(target).rule is Target.rule or refined is not None:  # the table's rules: one lookup per op name
             table = RULES.get
             by_code = [table(op) or rule_for(op) for op in graph.columns.op_names]
             rule_table = RuleTable(by_code, graph.columns.op)
             # Tuples: the target's view shares them instead of copying them.
             self.rules: Sequence[OpRule] = tuple(map(by_code.__getitem__, graph.columns.op))
+            codes = [code for code, op in enumerate(graph.columns.op_names) if refined and op in refined]
+            if codes:  # the target refines a few ops: ask it about those instructions alone
+                rules = list(self.rules)
+                for iid in (i for i, code in enumerate(graph.columns.op) if code in codes):
+                    rules[iid] = target.rule(graph, graph.instrs[iid])
+                self.rules = tuple(rules)
+                rule_table = RuleTable.of_rules(self.rules)
         else:
             self.rules = tuple(target.rule(graph, ins) for ins in graph.instrs)
             rule_table = RuleTable.of_rules(self.rules)

@@ -50,6 +50,11 @@ class Target:
     # generation); None where the target's name says it all.
     device: str | None = None
 
+    # The op names whose rule ``rule`` may refine, where a target refines only
+    # a few: the engine then asks about those instructions alone.  None: ask
+    # about every instruction (a target that overrides ``rule`` and says no more).
+    refined_ops: frozenset[str] | None = None
+
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         """The per-op rule for ``ins``; a backend may refine it (XLA's
         InstructionCanChangeLayoutInstance and friends)."""

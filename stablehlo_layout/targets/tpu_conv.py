@@ -17,6 +17,7 @@ operand is copied to the preferred layout.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Sequence
 
 from stablehlo_layout.targets import tpu_tiles
@@ -37,7 +38,13 @@ def conv_layout(element: str, dims: "Dims", pair: tuple[int, int], spatial: Sequ
     """The layout a convolution wants for one array: ``spatial`` most major in
     order, then ``pair`` in the order that pads least; on a tie ``pair[0]``
     is minor."""
-    above = tuple(reversed(tuple(spatial)))
+    return _conv_layout(element, tuple(dims), pair, tuple(spatial))
+
+
+# A large program has thousands of dots of a few dozen shapes, asked every round.
+@functools.lru_cache(maxsize=4096)
+def _conv_layout(element: str, dims: "Dims", pair: tuple[int, int], spatial: tuple[int, ...]) -> tuple[int, ...]:
+    above = tuple(reversed(spatial))
     a, b = pair
     first, second = (a, b) + above, (b, a) + above
     pa, pb = pads(element, dims, first), pads(element, dims, second)

@@ -27,6 +27,7 @@ PROBES = {
     "conv_nchw_f32": "forward convolution on PJRT's default entry layouts: no copy",
     "conv_nhwc_bf16": "forward convolution on PJRT's default entry layouts: no copy",
     "pinned_layouts_f32": "a 2-D dot's square result is row-major, then copied to the pinned layout",
+    "sort_topk_f32": "TopK fed by a parameter: operand and results share the entry results' layout",
     "pallas_add": "a Pallas (Mosaic) kernel's tpu_custom_call: its operand_layout_constraints honoured",
 }
 
