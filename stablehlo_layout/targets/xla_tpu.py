@@ -17,6 +17,8 @@ that show it:
   (kernel: input/output feature) pair minor in the order that pads least;
 * a dot writes its batch dims major and its free dims minor in the order that
   pads least; a batched dot reads each operand likewise;
+* a reshape writes, and any value nothing constrains takes, the layout that
+  pads least (``unconstrained_layout``);
 * everything else follows XLA's base pass: transposes become bitcasts, the
   layouts of custom calls with ``operand_layout_constraints`` are honoured.
 
@@ -56,6 +58,8 @@ GENERATIONS: dict[str, tuple[str, str]] = {
 DEFAULT_GENERATION = "v5e"
 
 _TOPK = "TopK"
+# The ops whose layouts XLA:TPU decides itself (``backend_demands``).
+_DEMANDING = frozenset({"reshape", "convolution", "dot", "dot_general"})
 
 
 def check_generation(generation: str) -> str:
@@ -116,11 +120,18 @@ class XlaTpuTarget(Target):
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
         g = view.graph
-        for iid in view.instructions_of(("custom_call", "convolution", "dot", "dot_general")):
+        # In XLA's instruction order, as its backends visit them; which
+        # instructions those are is the same every round.
+        mine = view.cache("tpu-demanding").get(comp)
+        if mine is None:
+            order = view.post_order(comp)
+            mine = view.cache("tpu-demanding")[comp] = [
+                (iid, hlo) for iid, hlo in zip(order, view.hlos_of(order)) if hlo in _DEMANDING]
+        for iid, hlo in mine:
             ins = g.instrs[iid]
-            if ins.comp != comp:
-                continue
-            if "conv" in ins.attrs and view.rule(iid).hlo == "convolution":
+            if hlo == "reshape":
+                yield from self._reshape(view, iid)
+            elif "conv" in ins.attrs and hlo == "convolution":
                 yield from self._convolution(view, iid)
             elif "lhs_batch" in ins.attrs:
                 # A dot's demands read the graph alone: made once, asked every round.
@@ -129,6 +140,21 @@ class XlaTpuTarget(Target):
                 if made is None:
                     made = dots[iid] = tuple(self._dot(view, iid))
                 yield from made
+
+    def _reshape(self, view: "TargetView", iid: int) -> Iterator[Demand]:
+        """A reshape writes its result in the layout that pads least, whatever
+        its operand's: the reshape is then a copy where the two differ."""
+        g = view.graph
+        out = g.values[g.instrs[iid].results[0]]
+        if not out.is_array or out.rank < 2:
+            return
+        reshapes = view.cache("tpu-reshape-demands")
+        made = reshapes.get(iid)
+        if made is None:
+            why = Origin("target:tpu-reshape-result", iid, None,
+                         "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
+            made = reshapes[iid] = Demand.on_results(iid, [self.unconstrained_layout(g, out)], why)
+        yield made
 
     def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """A dot writes its result with the batch dims most major and its two
