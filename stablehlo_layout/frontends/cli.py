@@ -203,6 +203,32 @@ def _read_program(args: argparse.Namespace, ctx, target):
     return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
 
 
+def _read_dump(args: argparse.Namespace, ctx):
+    """The input, and where its instructions came from when it is an XLA dump.
+
+    An HLO module XLA dumped carries each instruction's op name and the
+    user's source line in its metadata, as the module ``--as-compiled``
+    takes does: explanations name them for a dump too.  Other inputs have
+    their own locations (``None``).
+    """
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.ir.metadata import read_sources
+
+    if args.arg or args.input == "-" or _names_a_function(args.input) or not os.path.isfile(args.input):
+        return _read(args, ctx), None
+    try:
+        with open(args.input, "rb") as f:
+            data = f.read()
+    except OSError:
+        return _read(args, ctx), None  # reading it fails again there, with the reason
+    if mlir.detect_kind(data) != mlir.HLO_TEXT:
+        return _read(args, ctx), None
+    module = mlir.load(data, args.input, ctx, hlo_sources=True, file=args.input)
+    if getattr(args, "refused", None) is not None:
+        raise args.refused
+    return module, read_sources(data.decode("utf-8", "replace"), args.input)
+
+
 def _analysis(args: argparse.Namespace, trace: bool):
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.frontends.api import analyze
@@ -210,7 +236,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
     target, warning = get_target(args.target, args.gpu, args.tpu)
     ctx = mlir.make_context()
-    module, sources = _read_program(args, ctx, target)
+    module, sources = _read_program(args, ctx, target) if args.as_compiled else _read_dump(args, ctx)
     # Explanations quote XLA's rounds and priorities: run every round.
     # The module is dropped below: the import may inline into it rather than a copy.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)

@@ -129,6 +129,13 @@ def reshape_derivable(in_dims: Dims, out_dims: Dims) -> bool:
     return not (true_num_dims(in_dims) == 1 and true_num_dims(out_dims) == 1)
 
 
+def same_bytes(dims: Dims, a: Layout, b: Layout) -> bool:
+    """Whether an array of ``dims`` holds the same bytes laid out as ``a`` and as
+    ``b``: the two orders agree once size-1 dims are dropped, so a copy from
+    one to the other moves nothing (XLA turns it into a bitcast later)."""
+    return [d for d in a if dims[d] != 1] == [d for d in b if dims[d] != 1]
+
+
 def reshape_only_size1_change(in_dims: Dims, out_dims: Dims) -> bool:
     """XLA's ReshapeMerelyInsertsOrDeletes1SizedDimensions: the non-1 extents agree in order."""
     return [d for d in in_dims if d != 1] == [d for d in out_dims if d != 1]

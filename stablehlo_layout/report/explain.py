@@ -166,6 +166,9 @@ class CopyReport:
     # XLA's same-layout copy of an operand a custom call overwrites (aliasing.py):
     # the output that overwrites it; None for a copy that changes the layout.
     aliased_output: int | None = None
+    # False when the two layouts hold the same bytes (they differ only in
+    # where size-1 dims sit, and in no tile): the copy moves nothing.
+    moves_data: bool = True
     # On a backend that tiles (XLA:TPU): both layouts in full, and the bytes
     # the copy reads and writes with the tiles' padding, which is what memory
     # really moves; None elsewhere.
@@ -210,7 +213,7 @@ class CopyReport:
             "consumers": [{**c, "chain": [x.to_json() for x in chain],
                            **({"chain_continues": {"consumer": join[0], "link": join[1]}} if join else {})}
                           for c, chain, join in zip(self.consumers, self.chains(), self.joins())],
-            "cost": {"bytes_per_copy": self.bytes, "in_loop": self.in_loop,
+            "cost": {"bytes_per_copy": self.bytes, "moves_data": self.moves_data, "in_loop": self.in_loop,
                      "loop_trip_counts": self.loop_trips, "bytes_per_execution": self.total_bytes,
                      **({"tiled": self.tiled.to_json()} if self.tiled is not None else {})},
             "consumer_chain": [x.to_json() for x in self.consumer_chain],
@@ -688,6 +691,7 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             fix, note = fixer.best(group, producer_c) if fixes else (None, "")
             why, reason = verdict(a, group, producer_c), source_rule(demand)
         chains, joins = shared_chains(g, [e.demand for e in group.edges], sources)
+        moves = _moves_data(a.target, v, group.edges[0].src, group.dst)
         reports.append(CopyReport(
             index=n,
             shape=shape_text(v),
@@ -700,7 +704,8 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
                                      "location": g.instrs[e.consumer].loc, "operand": e.operand,
                                      "name": g.use_name(e.consumer, e.operand)}, sources, g, g.instrs[e.consumer])
                        for e in group.edges],
-            bytes=value_bytes(v),
+            bytes=value_bytes(v) if moves else 0,
+            moves_data=moves,
             loop_trips=loop_trips(g, group.edges[0].consumer),
             consumer_chain=chains[0],
             producer_chain=chain(g, producer_c, sources),
@@ -831,7 +836,17 @@ def render_copy(r: CopyReport) -> str:
     return "\n".join(lines)
 
 
+def _moves_data(target: "Target", v: Value, src: L.Layout, dst: L.Layout) -> bool:
+    if not v.is_array or not L.same_bytes(v.dims, src, dst):
+        return True
+    tiling = tiling_of(target)
+    return tiling is not None and tiling(v.element, v.dims, src) != tiling(v.element, v.dims, dst)
+
+
 def _cost_line(r: CopyReport) -> str:
+    if not r.moves_data:
+        return ("  cost: none: the two layouts hold the same bytes (they differ only in where size-1 dims sit); "
+                "XLA makes the copy and a later pass turns it into a bitcast")
     if not r.in_loop:
         return f"  cost: {fmt_bytes(r.bytes)} per execution"
     if r.bytes is None:  # a dynamic shape: unknown per iteration, whatever the trip count
@@ -868,6 +883,9 @@ def render_summary(e: Explanation) -> str:
     if unknown:
         moved += (f", plus {len(unknown)} cop{'y' if len(unknown) == 1 else 'ies'} in loops of unknown trip "
                   f"count ({fmt_bytes(sum(c.bytes for c in unknown))} per iteration)")  # type: ignore[misc]
+    free = sum(1 for c in e.copies if not c.moves_data)
+    if free:
+        moved += f" ({free} of them {'moves' if free == 1 else 'move'} no data)"
     lines = [f"summary: {len(e.copies)} cop{'y' if len(e.copies) == 1 else 'ies'}, {moved} "
              f"(target {e.target}, entry layouts {e.entry_layouts})"]
     tiled = [(c, c.tiled) for c in e.copies if c.tiled is not None]
@@ -878,8 +896,14 @@ def render_summary(e: Explanation) -> str:
         read = sum(t.read_bytes * times(c) for c, t in tiled)
         written = sum(t.written_bytes * times(c) for c, t in tiled)
         lines.append(f"  with the tiles' padding: {fmt_bytes(read)} read, {fmt_bytes(written)} written per execution")
+    unknown_by_reason: dict[str, int] = {}
+    for c in e.copies:
+        if c.bytes is None:
+            unknown_by_reason[c.reason] = unknown_by_reason.get(c.reason, 0) + 1
     for reason, (n, b) in sorted(e.by_reason.items(), key=lambda kv: (-kv[1][0], kv[0])):
-        lines.append(f"  {n} x {rule_text(reason)} ({reason}): {fmt_bytes(b)}")
+        k = unknown_by_reason.get(reason, 0)
+        size = fmt_bytes(b) if not k else (f"{fmt_bytes(b)} and {k} of unknown size" if k < n else "unknown size")
+        lines.append(f"  {n} x {rule_text(reason)} ({reason}): {size}")
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
     # By identity: ``p not in free_of_cost`` compared every pair of parameters, quadratic.
     free_ids = {id(p) for p in free_of_cost}

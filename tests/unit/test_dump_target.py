@@ -190,3 +190,18 @@ def test_a_tpu_generation_we_do_not_model_is_one_line() -> None:
     assert "--tpu v9: unknown TPU generation" in line and "v5e" in line
     out = _tool("assign", "--target", "xla-cpu", "--tpu", "v4", str(before))
     assert out.returncode == 1 and "applies only to --target xla-tpu" in out.stderr
+
+
+def test_explain_on_a_dump_names_the_users_source_lines() -> None:
+    """An XLA dump's metadata (op_name, stack frames) reaches the report, as --as-compiled's does."""
+    before = ROOT / "examples" / "xla_dump" / "before_layout-assignment.txt"
+    out = _tool("explain", "--target", "xla-cpu", str(before))
+    assert out.returncode == 0, out.stderr
+    # The dump names the file where it was made (absolute); shown relative to where the tool runs.
+    assert re.search(r"consumer: operand 1 of stablehlo.dot_general at dot \(jit\(f\)/transpose at "
+                     r"\S*examples/xla_dump/make\.py:\d+\)", out.stdout), out.stdout[:600]
+    assert "producer: parameter 0 of @main (x)" in out.stdout
+    doc = json.loads(_tool("explain", "--json", "--target", "xla-cpu", str(before)).stdout)
+    source = doc["copies"][0]["consumers"][0]["source"]
+    assert source["op_name"] == "jit(f)/transpose" and source["file"].endswith("examples/xla_dump/make.py")
+    assert source["function"] == "f" and isinstance(source["line"], int)
