@@ -691,7 +691,8 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             fix, note = fixer.best(group, producer_c) if fixes else (None, "")
             why, reason = verdict(a, group, producer_c), source_rule(demand)
         chains, joins = shared_chains(g, [e.demand for e in group.edges], sources)
-        moves = _moves_data(a.target, v, group.edges[0].src, group.dst)
+        # An in-place copy keeps the layout and moves every byte all the same.
+        moves = group.edges[0].aliased_output is not None or _moves_data(a.target, v, group.edges[0].src, group.dst)
         reports.append(CopyReport(
             index=n,
             shape=shape_text(v),

@@ -198,7 +198,7 @@ def test_an_in_place_copy_of_unknown_size_in_a_loop_costs_unknown_per_iteration(
 
     from stablehlo_layout.report.explain import _cost_line
 
-    r = SimpleNamespace(in_loop=True, bytes=None, total_bytes=None, loop_trips=[4])
+    r = SimpleNamespace(in_loop=True, bytes=None, total_bytes=None, loop_trips=[4], moves_data=True)
     line = _cost_line(r)
     assert line.startswith("  cost: ") and line.endswith(" per iteration"), line
     assert "trip count" not in line

@@ -13,11 +13,10 @@ harness's worker process, end to end.
 from __future__ import annotations
 
 import os
-import re
-from importlib.metadata import version
 
 import pytest
 
+from tests.support.hlo_dumps import jaxlib_reads
 from tests.differential.compare import compare_dumps
 from tests.differential.oracle import ArrayShape, instruction_names, leaves, parse_hlo, parse_shape
 from tests.support import ROOT
@@ -44,12 +43,7 @@ def _compare(generation: str, program: str) -> dict:
 
 
 def _readable(folder: str) -> bool:
-    """Whether the installed jaxlib reads the BEFORE dump: XLA 0.11+ prints tuple elements as
-    operands ``%t#i``, which jaxlib 0.10 cannot parse (the tool says so; it is no harness error)."""
-    if tuple(int(x) for x in version("jaxlib").split(".")[:2]) >= (0, 11):
-        return True
-    with open(os.path.join(folder, "before.txt")) as f:
-        return re.search(r"%[\w.\-]+#\d", f.read()) is None
+    return jaxlib_reads(os.path.join(folder, "before.txt"))
 
 
 def _named_arrays(folder: str) -> int:

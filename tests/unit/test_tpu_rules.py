@@ -14,6 +14,7 @@ import pytest
 
 from stablehlo_layout.targets import tpu_conv
 from tests.differential import compare
+from tests.support.hlo_dumps import jaxlib_reads
 
 DUMPS = os.path.join(os.path.dirname(__file__), "xla_tpu_dumps")
 
@@ -36,6 +37,8 @@ PROBES = {
 @pytest.mark.parametrize("program", sorted(PROBES))
 def test_probe_agrees_with_xla(program, generation):
     folder = os.path.join(DUMPS, generation, program)
+    if not jaxlib_reads(os.path.join(folder, "before.txt")):
+        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
     r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
                               target="xla-tpu", tpu=generation, unique_keys=True)
     assert r["status"] == "ok", r.get("error")
