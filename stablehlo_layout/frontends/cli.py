@@ -173,10 +173,21 @@ def _read(args: argparse.Namespace, ctx, platforms=None):
         from stablehlo_layout.frontends.jax import read_input_or_reference
 
         return read_input_or_reference(args.input, args.arg, ctx, platforms)
+    _refuse_python_source(args.input)
     module = mlir.read_input(args.input, ctx)
     if getattr(args, "refused", None) is not None:
         raise args.refused
     return module
+
+
+def _refuse_python_source(path: str) -> None:
+    """A ``.py`` file is the program's source, not a module to lay out: say how to name a function in it."""
+    if not (path.endswith(".py") and os.path.isfile(path)):
+        return
+    module = os.path.splitext(os.path.relpath(path))[0].replace(os.sep, ".")
+    raise InputError(path, f"is Python source, not a module: name a function in it as {module}:FUNCTION "
+                           "with one --arg SHAPE per argument (e.g. --arg 'f32[8,128]'), run from the folder "
+                           "that imports it")
 
 
 def _read_program(args: argparse.Namespace, ctx, target):

@@ -61,8 +61,9 @@ def load_gpu(spec: str | None) -> GpuModel:
     """The GPU model ``spec`` names: a shipped name, or a path to a text config."""
     if spec is None:
         spec = DEFAULT_GPU
-    if "/" not in spec and os.sep not in spec and (_SHIPPED / f"{spec}.txtpb").is_file():
-        return _shipped(spec)
+    if "/" not in spec and os.sep not in spec and not os.path.exists(spec) \
+            and (_SHIPPED / f"{spec.lower()}.txtpb").is_file():
+        return _shipped(spec.lower())  # H100 as h100: the names are the configs' files
     if not os.path.exists(spec):
         if "/" in spec or os.sep in spec or "." in spec:
             raise InputError(spec, "no such file (expected a GpuTargetConfigProto text file)")

@@ -63,7 +63,9 @@ _DEMANDING = frozenset({"reshape", "convolution", "dot", "dot_general"})
 
 
 def check_generation(generation: str) -> str:
-    """``generation`` when it is one we model; otherwise one OptionError line."""
+    """``generation`` (any case: V5E is v5e) when it is one we model; otherwise one OptionError line."""
+    if generation.lower() in GENERATIONS:
+        return generation.lower()
     if generation not in GENERATIONS:
         raise OptionError(f"--tpu {generation}: unknown TPU generation (expected one of: "
                           f"{', '.join(GENERATIONS)}; default {DEFAULT_GENERATION})")

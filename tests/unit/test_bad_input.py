@@ -432,3 +432,27 @@ def test_output_to_a_pipe_is_written_in_place(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert b"mhlo.copy" in got[0]
+
+
+# --------------------------------------------------------------------------
+# the mistakes a new user makes first: the line names what to give instead
+
+
+def test_a_python_file_names_the_reference_to_give(tmp_path):
+    bad_input(tmp_path, "model.py", b"def f(x):\n    return x * 2\n",
+              r"is Python source, not a module: name a function in it as model:FUNCTION with one --arg SHAPE")
+
+
+def test_a_file_colon_function_names_the_module_form(tmp_path):
+    (tmp_path / "model.py").write_text("def f(x):\n    return x * 2\n")
+    p = cli("assign", "--arg", "f32[4]", "model.py:f", cwd=tmp_path)
+    assert_one_line_error(p, "model.py:f", r"names a file; name the module instead: model:f$")
+
+
+@pytest.mark.parametrize("flags", [("--target", "xla-gpu", "--gpu", "H100"), ("--target", "xla-tpu", "--tpu", "V5E")])
+def test_device_names_are_not_case_sensitive(tmp_path, flags):
+    (tmp_path / "valid.mlir").write_text(VALID)
+    lower = cli("assign", *flags[:3], flags[3].lower(), "valid.mlir", cwd=tmp_path)
+    upper = cli("assign", *flags, "valid.mlir", cwd=tmp_path)
+    assert upper.returncode == lower.returncode == 0, upper.stderr
+    assert upper.stdout == lower.stdout and b"xla_shape" in upper.stdout
