@@ -712,8 +712,8 @@ def _resolve(ref: str) -> Callable:
     if not mod_name or not attr:
         raise InputError(ref, "expected MODULE:FUNCTION, e.g. examples.models:mlp")
     if mod_name.endswith(".py"):
-        module = os.path.splitext(os.path.normpath(mod_name))[0].replace(os.sep, ".")
-        raise InputError(ref, f"names a file; name the module instead: {module}:{attr}")
+        dotted = os.path.splitext(os.path.normpath(mod_name))[0].replace(os.sep, ".")
+        raise InputError(ref, f"names a file; name the module instead: {dotted}:{attr}")
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)  # so `examples.models` resolves from the repo root
