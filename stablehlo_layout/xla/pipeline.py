@@ -243,6 +243,14 @@ def start_jax_quietly(start: Callable[[], None]) -> None:
     up, on every machine without a GPU, so the descriptor itself is parked.
     """
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    quietly(start)
+
+
+def quietly(work: Callable[[], Any]) -> Any:
+    """``work()`` with file descriptor 2 parked: what XLA's C++ logs meanwhile
+    (its "HloModule dump enabled" line, whose level was read before the
+    command could set TF_CPP_MIN_LOG_LEVEL) never reaches the user's stderr.
+    Errors come back as exceptions, with XLA's own message."""
     import sys
 
     sys.stderr.flush()
@@ -251,13 +259,12 @@ def start_jax_quietly(start: Callable[[], None]) -> None:
     except OSError:  # no stderr to keep clean
         saved = -1
     if saved < 0:
-        start()
-        return
+        return work()
     try:
         with tempfile.TemporaryFile() as held:
             os.dup2(held.fileno(), 2)
             try:
-                start()
+                return work()
             finally:
                 sys.stderr.flush()
                 os.dup2(saved, 2)
@@ -357,7 +364,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
         return client.compile(program, executable_devices=devices, compile_options=options)
 
-    dumps = xla_dumps.run_to_layout_assignment(compile)
+    dumps = quietly(lambda: xla_dumps.run_to_layout_assignment(compile))
     if dumps.before is None:
         what = _xla_message(dumps.failure) if dumps.failure is not None else \
             "it dumped no module before layout assignment"

@@ -670,3 +670,20 @@ def test_analyze_verifies_against_xla_tpu():
     assert a.verified and not a.mismatches, a.mismatches
     assert a.verification.oracle == "XLA:TPU v6e, compiled deviceless"
     assert len(a.verification.xla_copies) == a.verification.copies_matched == len(a.copies) == 1
+
+
+@pytest.mark.parametrize("target", [("xla-cpu",), ("xla-tpu", "--tpu", "v5e")])
+def test_as_compiled_prints_nothing_but_its_own_lines(user_export, target):
+    """Run as a user runs it, with none of jax's or XLA's logging variables set: XLA's C++ log
+    lines ("HloModule dump enabled ...") never reach stderr."""
+    import subprocess
+    import sys
+
+    if target[0] == "xla-tpu":
+        _tpu_or_skip()
+    export, _ = user_export
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "JAX_PLATFORMS")}
+    done = subprocess.run([sys.executable, "-m", "stablehlo_layout", "explain", "--as-compiled", "--target", *target,
+                           str(export)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "" and done.stdout.startswith(("copy #", "summary:"))
