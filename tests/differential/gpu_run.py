@@ -145,14 +145,20 @@ def difference_kinds(results: list[dict[str, Any]]) -> Counter:
         for d in r["diffs"]:
             if d["kind"] == "layout":
                 kinds[_layout_kind(r, d)] += 1
-        for c in r.get("xla_copy_info", []):
-            if not c["matched"]:
-                what = "no relayout" if c["src_layout"] == c["dst"] else "relayout"
-                kinds[f"XLA copy we do not make ({what}) of {_opcode_of(r, c['src'])}"] += 1
-        for c in r.get("our_copy_info", []):
-            if not c["in_xla"]:
-                kinds[f"our copy XLA does not make, of {_opcode_of(r, c['src'])}"] += 1
+        count_copy_kinds(r, kinds, r.get("xla_copy_info", []), r.get("our_copy_info", []))
     return kinds
+
+
+def count_copy_kinds(r: dict[str, Any], kinds: Counter, xla_copies: list[dict[str, Any]],
+                     our_copies: list[dict[str, Any]]) -> None:
+    """The copy differences of one program, by kind and the op copied (the GPU and TPU reports)."""
+    for c in xla_copies:
+        if not c["matched"]:
+            what = "no relayout" if c["src_layout"] == c["dst"] else "relayout"
+            kinds[f"XLA copy we do not make ({what}) of {_opcode_of(r, c['src'])}"] += 1
+    for c in our_copies:
+        if not c["in_xla"]:
+            kinds[f"our copy XLA does not make, of {_opcode_of(r, c['src'])}"] += 1
 
 
 def _opcode_of(r: dict[str, Any], key: str) -> str:
@@ -163,18 +169,9 @@ def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
                   elapsed: float | None = None) -> str:
     s = summarize(results)
     _annotate_opcodes(results)
-    L: list[str] = [f"== XLA:GPU {gpu}: programs {s['programs']}  compared {s['compared']}  "
-                    f"skipped {sum(s['skipped'].values())}  tool errors {len(s['tool_errors'])}  "
-                    f"harness errors {len(s['harness_errors'])}"
-                    + (f"  ({elapsed:.0f} s)" if elapsed is not None else "")]
-    for reason, n in s["skipped"].most_common(6):
-        L.append(f"  skipped {n:4d}: {reason}")
-    for r in s["tool_errors"][:5]:
-        L.append(f"  tool error {r['id']} at {r.get('where', '?')}: {r.get('error', '')[:160]}")
-    for r in s["harness_errors"][:3]:
-        L.append(f"  harness error {r['id']}: {r['error'][:160]}")
-    for err, n in s["late_xla_errors"].most_common(3):
-        L.append(f"  compiled past layout assignment, then XLA failed (dumps compared) {n:4d}: {err}")
+    from .run import status_lines
+
+    L = status_lines(s, f"XLA:GPU {gpu}", elapsed)
     L.append(f"named rank>=2 values agreeing:   {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}"
              f"  (of the others, {s['equivalent']} differ only in size-1 dims)")
     L.append(f"non-trivial (XLA not row-major): {s['nontrivial_agree']}/{s['nontrivial']} = "
@@ -259,22 +256,14 @@ def _describe(hlo: Any, name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .run import corpus_arguments, output_arguments
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--count", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--start", type=int, default=0, help="first program index")
-    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
-    ap.add_argument("--corpus", choices=("generated", "models", "all"), default="all",
-                    help="generated: gpu_programs.py's seeded programs; models: the flax / haiku / equinox / "
-                         "optax programs of models.py; all (default): both, reported apart")
+    corpus_arguments(ap)
     ap.add_argument("--gpu", default=DEFAULT_GPUS, help=f"comma-separated GPU names or config files ({DEFAULT_GPUS})")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per program")
-    ap.add_argument("--cache", default=DEFAULT_CACHE)
-    ap.add_argument("--refresh", action="store_true", help="recompile even when dumps are cached")
-    ap.add_argument("--json", help="write every per-program result here")
-    ap.add_argument("--report", help="also write the report text here")
-    ap.add_argument("--show", type=int, default=12)
+    output_arguments(ap, DEFAULT_CACHE)
     a = ap.parse_args(argv)
     ok, why = oracle_available()
     if not ok:
@@ -287,17 +276,12 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as e:
             print(f"gpu_run: {e}", file=sys.stderr)
             return 2
-    from .run import chosen_indices, chosen_models, run_parallel, write_results
+    from .run import corpora_of, run_parallel, write_results
 
-    corpora: list[tuple[str, list[dict[str, Any]]]] = []
-    if a.corpus in ("generated", "all"):
-        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in chosen_indices(a)]))
-    if a.corpus in ("models", "all"):
-        names, why = chosen_models(a.only if a.corpus == "models" else None)
-        if why:
-            print(f"gpu_run: {why}", file=sys.stderr)
-            return 2
-        corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
+    corpora, why = corpora_of(a)
+    if why:
+        print(f"gpu_run: {why}", file=sys.stderr)
+        return 2
 
     reports, everything = [], {}
     for g in gpus:

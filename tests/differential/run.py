@@ -129,6 +129,56 @@ def chosen_indices(a: argparse.Namespace) -> list[int]:
     return [int(x) for x in a.only.split(",")] if a.only else list(range(a.start, a.start + a.count))
 
 
+def corpus_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options that choose the programs, as the GPU and TPU harnesses take them."""
+    ap.add_argument("--count", type=int, default=300)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--start", type=int, default=0, help="first program index")
+    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
+    ap.add_argument("--corpus", choices=("generated", "models", "all"), default="all",
+                    help="generated: gpu_programs.py's seeded programs; models: the flax / haiku / equinox / "
+                         "optax programs of models.py; all (default): both, reported apart")
+
+
+def output_arguments(ap: argparse.ArgumentParser, cache: str) -> None:
+    """The options for the dump cache and what is written, as the GPU and TPU harnesses take them."""
+    ap.add_argument("--cache", default=cache)
+    ap.add_argument("--refresh", action="store_true", help="recompile even when dumps are cached")
+    ap.add_argument("--json", help="write every per-program result here")
+    ap.add_argument("--report", help="also write the report text here")
+    ap.add_argument("--show", type=int, default=12)
+
+
+def corpora_of(a: argparse.Namespace) -> tuple[list[tuple[str, list[dict[str, Any]]]], str]:
+    """The (corpus, tasks) pairs ``--corpus`` / ``--only`` / ``--count`` ask for, and why not where they
+    name no program (the GPU and TPU harnesses: generated programs, the models of models.py, or both)."""
+    corpora: list[tuple[str, list[dict[str, Any]]]] = []
+    if a.corpus in ("generated", "all"):
+        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in chosen_indices(a)]))
+    if a.corpus in ("models", "all"):
+        names, why = chosen_models(a.only if a.corpus == "models" else None)
+        if why:
+            return [], why
+        corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
+    return corpora, ""
+
+
+def status_lines(s: dict[str, Any], title: str, elapsed: float | None) -> list[str]:
+    """A report's head: what ran, and every skip, error of ours, harness error and late XLA failure."""
+    L = [f"== {title}: programs {s['programs']}  compared {s['compared']}  "
+         f"skipped {sum(s['skipped'].values())}  tool errors {len(s['tool_errors'])}  "
+         f"harness errors {len(s['harness_errors'])}" + (f"  ({elapsed:.0f} s)" if elapsed is not None else "")]
+    for reason, n in s["skipped"].most_common(6):
+        L.append(f"  skipped {n:4d}: {reason}")
+    for r in s["tool_errors"][:5]:
+        L.append(f"  tool error {r['id']} at {r.get('where', '?')}: {r.get('error', '')[:160]}")
+    for r in s["harness_errors"][:3]:
+        L.append(f"  harness error {r['id']}: {r['error'][:160]}")
+    for err, n in s["late_xla_errors"].most_common(3):
+        L.append(f"  compiled past layout assignment, then XLA failed (dumps compared) {n:4d}: {err}")
+    return L
+
+
 def write_results(results: Any, path: str) -> None:
     """Every per-program result as JSON at ``path``, and say where."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

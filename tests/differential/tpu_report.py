@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .gpu_run import _annotate_opcodes, _layout_kind, _opcode_of, _pct
+from .gpu_run import _annotate_opcodes, _layout_kind, _pct, count_copy_kinds
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -73,13 +73,7 @@ def difference_kinds(results: list[dict[str, Any]]) -> Counter:
                 kinds[_layout_kind(r, d)] += 1
         for d in r.get("tile_diffs", []):
             kinds[_tile_kind(d)] += 1
-        for c in r.get("xla_copy_full_info", []):
-            if not c["matched"]:
-                what = "no relayout" if c["src_layout"] == c["dst"] else "relayout"
-                kinds[f"XLA copy we do not make ({what}) of {_opcode_of(r, c['src'])}"] += 1
-        for c in r.get("our_copy_full_info", []):
-            if not c["in_xla"]:
-                kinds[f"our copy XLA does not make, of {_opcode_of(r, c['src'])}"] += 1
+        count_copy_kinds(r, kinds, r.get("xla_copy_full_info", []), r.get("our_copy_full_info", []))
     return kinds
 
 
@@ -109,18 +103,9 @@ def _differences(r: dict[str, Any]) -> list[str]:
 def format_report(results: list[dict[str, Any]], label: str, show: int = 12, elapsed: float | None = None) -> str:
     s = summarize(results)
     _annotate_full_opcodes(results)
-    L: list[str] = [f"== XLA:TPU {label}: programs {s['programs']}  compared {s['compared']}  "
-                    f"skipped {sum(s['skipped'].values())}  tool errors {len(s['tool_errors'])}  "
-                    f"harness errors {len(s['harness_errors'])}"
-                    + (f"  ({elapsed:.0f} s)" if elapsed is not None else "")]
-    for reason, n in s["skipped"].most_common(6):
-        L.append(f"  skipped {n:4d}: {reason}")
-    for r in s["tool_errors"][:5]:
-        L.append(f"  tool error {r['id']} at {r.get('where', '?')}: {r.get('error', '')[:160]}")
-    for r in s["harness_errors"][:3]:
-        L.append(f"  harness error {r['id']}: {r['error'][:160]}")
-    for err, n in s["late_xla_errors"].most_common(3):
-        L.append(f"  compiled past layout assignment, then XLA failed (dumps compared) {n:4d}: {err}")
+    from .run import status_lines
+
+    L = status_lines(s, f"XLA:TPU {label}", elapsed)
     L.append(f"named rank>=2 values, minor_to_major agreeing: {s['agree']}/{s['values']} = "
              f"{_pct(s['agree'], s['values'])}  (of the others, {s['equivalent']} differ only in size-1 dims)")
     if s["full_layout"]:

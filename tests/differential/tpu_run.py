@@ -192,24 +192,16 @@ def run_tasks(tasks: list[dict[str, Any]], jobs: int, timeout: float) -> list[di
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .run import corpus_arguments, output_arguments
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--count", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--start", type=int, default=0, help="first program index")
-    ap.add_argument("--only", help="comma-separated program indices (model names with --corpus models) to run")
-    ap.add_argument("--corpus", choices=("generated", "models", "all"), default="all",
-                    help="generated: gpu_programs.py's seeded programs; models: the flax / haiku / equinox / "
-                         "optax programs of models.py; all (default): both, reported apart")
+    corpus_arguments(ap)
     ap.add_argument("--tpu", default=DEFAULT_TPUS,
                     help=f"comma-separated generations ({DEFAULT_TPUS}) or topologies such as v5e:1x1")
     ap.add_argument("--target", default="xla-tpu", help="our target compared with XLA:TPU (xla-tpu)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (each holds its own libtpu)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per program")
-    ap.add_argument("--cache", default=DEFAULT_CACHE)
-    ap.add_argument("--refresh", action="store_true", help="recompile even when dumps are cached")
-    ap.add_argument("--json", help="write every per-program result here")
-    ap.add_argument("--report", help="also write the report text here")
-    ap.add_argument("--show", type=int, default=12)
+    output_arguments(ap, DEFAULT_CACHE)
     a = ap.parse_args(argv)
     ok, why = oracle_available()
     if not ok:
@@ -222,18 +214,13 @@ def main(argv: list[str] | None = None) -> int:
         except KeyError as e:
             print(f"tpu_run: {e.args[0]}", file=sys.stderr)
             return 2
-    from .run import chosen_indices, chosen_models, write_results
+    from .run import corpora_of, write_results
     from .tpu_report import format_report
 
-    corpora: list[tuple[str, list[dict[str, Any]]]] = []
-    if a.corpus in ("generated", "all"):
-        corpora.append(("generated", [{"seed": a.seed, "index": i} for i in chosen_indices(a)]))
-    if a.corpus in ("models", "all"):
-        names, why = chosen_models(a.only if a.corpus == "models" else None)
-        if why:
-            print(f"tpu_run: {why}", file=sys.stderr)
-            return 2
-        corpora.append(("models", [{"seed": 0, "index": k, "model": n} for k, n in enumerate(names)]))
+    corpora, why = corpora_of(a)
+    if why:
+        print(f"tpu_run: {why}", file=sys.stderr)
+        return 2
 
     reports, everything = [], {}
     for t in tpus:
