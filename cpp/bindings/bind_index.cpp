@@ -137,8 +137,8 @@ void bind_index(nb::module_& m) {
            "The instructions of computation c in XLA's post-order.")
       .def(
           "number_buffers",
-          [](const Index& x, const Ids& order, const Flags& skip) { return slcore::number_buffers(x.p, order, skip); },
-          "XLA's buffer ids per value, walking the computations of order not skipped.");
+          [](const Index& x, const Ids& order, const Flags& skip) { return packed(slcore::number_buffers(x.p, order, skip)); },
+          "XLA's buffer ids per value, walking the computations of order not skipped, as int64 bytes.");
 }
 
 }  // namespace slcore_python

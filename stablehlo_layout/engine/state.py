@@ -22,6 +22,7 @@ the chain from any copy back to its sources.
 
 from __future__ import annotations
 
+from array import array
 from operator import attrgetter, itemgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
@@ -120,8 +121,10 @@ class EngineState:
         self.trivial, self.specials = per_computation(graph, rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
-        reached = [not t for t in self.trivial]
-        self.active = [True] * len(graph.instrs) if self.exact else list(map(reached.__getitem__, graph.columns.comp))
+        # A byte per instruction, as the core takes it (a list cost 8 bytes an instruction, kept all run).
+        reached = [0 if t else 1 for t in self.trivial]
+        self.active = array("B", [1]) * len(graph.instrs) if self.exact else \
+            array("B", map(reached.__getitem__, graph.columns.comp))
         self.forwarding: Sequence[bool] = tuple(rule_table.per_instruction(attrgetter("forwards")))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
@@ -178,7 +181,7 @@ class EngineState:
         exact, trivial = self.exact, self.trivial
         # Trivial computations are laid out without the default loop (fast runs).
         skip = [trivial[c] and not exact for c in range(len(self.g.comps))]
-        self.order_key = self.index.number_buffers(self.comp_order, skip)
+        self.order_key = seam.number_buffers(self.index, self.comp_order, skip)
 
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:
