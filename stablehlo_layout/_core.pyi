@@ -114,7 +114,7 @@ class Engine:
                  rule: _UInt16s, back: _Bytes, fwd: _Bytes, active: _Bytes, constrained: _Int32s,
                  dim_owner: _Int32s, dim_item: _Int32s, alias_owner: _Int32s, alias_item: _Int32s,
                  perm_owner: _Int32s, perm_item: _Int32s, comp_kind: _Bytes, caller: _Int32s, exact: bool,
-                 tracing: bool, derive_back: Callable[[int, int, int], tuple[int, int] | None],
+                 tracing: bool, provenance: bool, derive_back: Callable[[int, int, int], tuple[int, int] | None],
                  derive_fwd: Callable[[int, int, int, int], tuple[int, int] | None],
                  derive_rule: Callable[[int, int, int], int | None], /) -> None: ...
     def footprint(self) -> list[tuple[str, int]]: ...

@@ -69,7 +69,7 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
              nb::handle shape_items, nb::handle buffer_value, nb::handle buffer_item, nb::handle hlo, nb::handle rule, nb::handle back,
              nb::handle fwd, nb::handle active, nb::handle constrained, nb::handle dim_owner, nb::handle dim_item,
              nb::handle alias_owner, nb::handle alias_item, nb::handle perm_owner, nb::handle perm_item,
-             nb::handle comp_kind, nb::handle caller, bool exact, bool tracing, nb::object derive_back,
+             nb::handle comp_kind, nb::handle caller, bool exact, bool tracing, bool provenance, nb::object derive_back,
              nb::object derive_fwd, nb::object derive_rule) {
             const slcore::Program& p = index.p;
             const int32_t nv = p.n_values(), ni = p.n_instrs();
@@ -146,7 +146,7 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
             c->deriver = std::make_unique<PyDeriver>(std::move(derive_back), std::move(derive_fwd),
                                                      std::move(derive_rule));
             c->e = std::make_unique<slcore::Engine>(index.p, slcore::build_facts(index.p, std::move(in)), exact,
-                                                    tracing, c->deriver.get());
+                                                    tracing, c->deriver.get(), provenance);
           },
           nb::keep_alive<1, 2>())
       .def("footprint", [](const Core& c) { return slcore::footprint(*c.e, c.plans); },

@@ -89,7 +89,7 @@ void apply_plan(Engine& e, Plan& plan, int32_t priority) {
       continue;
     }
     // The other steps' demands share one origin, as one Origin object would.
-    if (s.made < 0) s.made = e.prov.make(s.rule, i, -1, s.note);
+    if (s.made < 0) s.made = e.prov.link(s.rule, i, -1, s.note);
     const Why why{kNoName, -1, -1, kNoName, s.made};
     if (s.code == kRowMajorKernel) {
       lays.clear();

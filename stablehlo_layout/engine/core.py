@@ -149,11 +149,13 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
 
 def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target", active: Sequence[int],
                  exact: bool, tracing: bool, derive_operand: Callable, derive_output: Callable,
-                 rule_operand: Callable) -> _core.Engine:
+                 rule_operand: Callable, provenance: bool = True) -> _core.Engine:
     """The core's engine over ``index``, with what its propagators read of ``g`` and the rules.
 
     The three callables are the target's derivations the core cannot make
-    itself (see ``_derivations``)."""
+    itself (see ``_derivations``).  Without ``provenance`` the core's own
+    records are not kept (``cpp/engine/provenance.h``): constraints it derived
+    read back with an "unrecorded" origin."""
     c, comps = g.columns, g.comps
     hlo, bits, back, fwd, attr_of = array("B"), array("H"), array("B"), array("B"), []
     for rule in rules.distinct:
@@ -196,7 +198,7 @@ def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target
         constrained, dim_owner, dim_item, alias_owner, alias_item, perm_owner, perm_item,
         array("B", [_COMP_KIND[k] for k in _field("kind", comps)]),
         array("i", [-1 if x is None else x for x in _field("caller", comps)]),
-        exact, tracing, derive_operand, derive_output, rule_operand,
+        exact, tracing, provenance, derive_operand, derive_output, rule_operand,
     )
 
 

@@ -88,7 +88,7 @@ class EngineState:
     """
 
     def __init__(self, graph: Graph, target: "Target", entry_mode: str = "default",
-                 trace: bool = False, exact: bool = False) -> None:
+                 trace: bool = False, exact: bool = False, provenance: bool = True) -> None:
         check_entry_mode(entry_mode)
         self.g = graph
         self.target = target
@@ -131,9 +131,11 @@ class EngineState:
         self.own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
         # The core calls back through weak references: it must not keep this engine alive.
         back, fwd, own = (WeakMethod(m) for m in (self._derive_operand, self._derive_output, self._rule_operand))
+        # Without provenance (a caller that never asks why: the command's assign) the
+        # core keeps no record of its own derivations; exact runs keep every one.
         self.core = build_engine(graph, self.index, rule_table, target, self.active, self.exact, trace,
                                  lambda *a: back()(*a), lambda *a: fwd()(*a),  # type: ignore[misc]
-                                 lambda *a: own()(*a))  # type: ignore[misc]
+                                 lambda *a: own()(*a), provenance or self.exact)  # type: ignore[misc]
         self.records = Records(self.core)
         # The store, read-only (targets read it; set_* writes it).
         self.bc = BufferConstraints(self.records)
