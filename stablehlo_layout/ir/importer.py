@@ -388,7 +388,7 @@ def _bindings_ops(block: ir.Block) -> Iterator[OpRow]:
         yield op, op.name, tuple(op.operands), results, tuple(r.type for r in results), None, k == last
 
 
-def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: array, scope: str) -> Iterator[OpRow]:
+def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: "array[int]", scope: str) -> Iterator[OpRow]:
     """The ops of a block that ``walk`` (an ``OpWalk``) hands to the Python
     walk; it writes the rest itself as it goes (``cpp/bindings/bind_import_walk.cpp``)."""
     next_op, capsule, after = walk.next_op, block._CAPIPtr, 0

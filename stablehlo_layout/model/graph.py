@@ -369,9 +369,9 @@ class Computation:
     kind: str  # "func", "body", "cond", "branch", "apply"
     params: list[int]  # parameter instruction ids, in order
     root: int  # root pseudo-instruction id; its operands are the results
-    # Every instruction id, in block order (params first); the importer's is an
-    # array('i') (4 bytes an instruction; the core's import walk extends it).
-    instrs: "array | list[int]"
+    # Every instruction id, in block order (params first), as an array('i'):
+    # 4 bytes an instruction, and the core's import walk extends it by bytes.
+    instrs: "array[int]"
     caller: int | None = None  # the calling instruction, for regions
     callers: list[int] = field(default_factory=list)  # func.call sites
     is_entry: bool = False
