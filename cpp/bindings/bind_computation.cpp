@@ -20,10 +20,11 @@ void bind_computation(nb::module_& m) {
   // -- the per-computation steps (engine/computation.h), on an engine
   m.def(
       "default_buffers",
-      [](const Core& c, const std::vector<int64_t>& key, const Ids& comps) {
-        return rows_pair(slcore::default_buffers(*c.e, key, comps));
+      [](const Core& c, nb::handle key, const Ids& comps) {
+        return packed_rows(slcore::default_buffers(*c.e, column<int64_t>(key, 'q', "default_buffers"), comps));
       },
-      "Per computation of comps, its array buffers in buffer-id order: (start, items).");
+      "Per computation of comps, its array buffers in buffer-id order: (start, items) as int32 bytes; "
+      "key: number_buffers' answer as an array('q').");
   m.def(
       "lay_out_one_layout_run",
       [](Core& c, const Ids& comps) {

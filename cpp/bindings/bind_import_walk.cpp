@@ -55,14 +55,18 @@ nb::object list_column(nb::handle columns, const char* name) {
   return c;
 }
 
-// An array('Q') / array('q') the walk extends by its bytes (``frombytes``).
-nb::object pointer_array(nb::handle a, const char* what) {
+// An array the walk extends by its bytes (``frombytes``), of items of ``size`` bytes:
+// array('Q') / array('q') for pointers, array('i') for ids.
+nb::object byte_array(nb::handle a, const char* what, int size) {
   nb::object o = nb::borrow(a);
-  if (!nb::hasattr(o, "frombytes") || nb::cast<int>(o.attr("itemsize")) != static_cast<int>(sizeof(uint64_t))) {
-    throw nb::type_error((std::string("OpWalk: ") + what + " is not an array of 8-byte items").c_str());
+  if (!nb::hasattr(o, "frombytes") || nb::cast<int>(o.attr("itemsize")) != size) {
+    throw nb::type_error((std::string("OpWalk: ") + what + " is not an array of " + std::to_string(size) +
+                          "-byte items").c_str());
   }
   return o;
 }
+
+nb::object pointer_array(nb::handle a, const char* what) { return byte_array(a, what, sizeof(uint64_t)); }
 
 // Graph value ids by the C API's value pointers: the import walk's table
 // of every value it has made (importer._Importer.vid).  A Python dict of int
@@ -132,7 +136,7 @@ class OpWalk {
         attrs_(list_column(columns, "attrs")),
         scope_(list_column(columns, "scope")),
         attributed_(list_column(columns, "attributed")),
-        producer_(list_column(columns, "producer")),
+        producer_(byte_array(columns.attr("producer"), "columns.producer", sizeof(int32_t))),
         shape_(list_column(columns, "shape")),
         kind_(list_column(columns, "kind")),
         index_(list_column(columns, "index")),
@@ -178,14 +182,14 @@ class OpWalk {
   // and returns the first it cannot as (op, name, operand values, result
   // values, result types, location, whether it is the block's last op),
   // each a C API pointer as an int but the name; None at the block's end.
-  // ``comp_instrs`` is the computation's instruction list, ``scope`` the
-  // function the walk is in.
+  // ``comp_instrs`` is the computation's instruction array('i'), ``scope``
+  // the function the walk is in.
   nb::object next_op(nb::handle block_capsule, uintptr_t after, int32_t comp, nb::handle comp_instrs,
                      nb::handle scope) {
     void* block = capsule_pointer(block_capsule, "OpWalk.next_op");
-    if (!PyList_Check(comp_instrs.ptr())) throw nb::type_error("OpWalk.next_op: comp_instrs is not a list");
     if (comp < 0) throw std::invalid_argument("OpWalk.next_op: a negative computation");
-    Run run{comp, comp_object(comp), nb::borrow(comp_instrs), nb::borrow(scope), {}, {}};
+    Run run{comp, comp_object(comp), byte_array(comp_instrs, "comp_instrs", sizeof(int32_t)), nb::borrow(scope),
+            {}, {}, {}, {}};
     void* op = after == 0 ? api_->block_first_operation(block) : api_->operation_next_in_block(at(after));
     nb::object handed = nb::none();
     while (op != nullptr) {
@@ -198,6 +202,8 @@ class OpWalk {
     }
     flush(where_, run.wheres);
     flush(op_ptrs_, run.ops);
+    flush(producer_, run.producers);
+    flush(run.comp_instrs, run.instrs);
     return handed;
   }
 
@@ -218,13 +224,17 @@ class OpWalk {
       return std::hash<void*>()(p.first) * 31 + std::hash<void*>()(p.second);
     }
   };
-  // One next_op call: its computation, and the pointers written so far.
+  // One next_op call: its computation, and the pointers and ids written so
+  // far.  The instruction ids (the computation's list, each value's producer)
+  // go out as int32 bytes: as list items they cost an int object each (~7 MB
+  // at 170k instructions, kept all run by Computation.instrs).
   struct Run {
     long comp;
     nb::object cid;
     nb::object comp_instrs;
     nb::object scope;
     std::vector<uint64_t> wheres, ops;
+    std::vector<int32_t> producers, instrs;
   };
 
   static void* at(uintptr_t op) {
@@ -276,8 +286,10 @@ class OpWalk {
       if (home != run.comp) return false;  // from an enclosing region: Python captures it
       operands_.push_back(v);
     }
-    nb::object iid = new_int(PyList_GET_SIZE(comp_.ptr()));
-    const Py_ssize_t value = PyList_GET_SIZE(producer_.ptr());
+    const Py_ssize_t iid = PyList_GET_SIZE(comp_.ptr());
+    if (iid > INT32_MAX) throw std::overflow_error("OpWalk: more instructions than int32 ids");
+    // Per-value lists all grow together; the producer array lags by what this call has not flushed.
+    const Py_ssize_t value = PyList_GET_SIZE(shape_.ptr());
     if (value > INT32_MAX) throw std::overflow_error("OpWalk: more values than int32 ids");
     PyObject* vid = id_object(static_cast<int32_t>(value));
     append(comp_, run.cid.ptr());
@@ -289,10 +301,10 @@ class OpWalk {
     append(scope_, run.scope.ptr());
     run.wheres.push_back(reinterpret_cast<uintptr_t>(api_->operation_location(op)));
     run.ops.push_back(reinterpret_cast<uintptr_t>(op));
-    append(run.comp_instrs, iid.ptr());
-    if (attributed) append(attributed_, iid.ptr());
+    run.instrs.push_back(static_cast<int32_t>(iid));
+    if (attributed) append(attributed_, new_int(iid).ptr());
     // Its one result, an array.
-    append(producer_, iid.ptr());
+    run.producers.push_back(static_cast<int32_t>(iid));
     append(shape_, PyTuple_GET_ITEM(type, 3));
     append(kind_, zero_.ptr());
     append(index_, zero_.ptr());
@@ -345,9 +357,10 @@ class OpWalk {
     return o;
   }
 
-  static void flush(const nb::object& column, const std::vector<uint64_t>& items) {
+  template <class T>
+  static void flush(const nb::object& column, const std::vector<T>& items) {
     if (items.empty()) return;
-    column.attr("frombytes")(nb::bytes(reinterpret_cast<const char*>(items.data()), items.size() * sizeof(uint64_t)));
+    column.attr("frombytes")(nb::bytes(reinterpret_cast<const char*>(items.data()), items.size() * sizeof(T)));
   }
 
   const slcore::MlirCApi* api_ = nullptr;

@@ -100,6 +100,9 @@ void bind_index(nb::module_& m) {
             if (name == "results") return rows_pair(p.results);
             if (name == "callees") return rows_pair(p.callees);
             if (name == "instrs") return rows_pair(p.instrs);
+            if (x.uses_taken && (name == "captures" || name == "users" || name == "use_operand")) {
+              throw std::invalid_argument("Index.rows: the engine took the " + name + " rows");
+            }
             if (name == "captures") return rows_pair(x.captures);
             if (name == "users") return rows_pair(x.users);
             if (name == "use_operand") return rows_pair(x.use_operand);
@@ -137,8 +140,8 @@ void bind_index(nb::module_& m) {
            "The instructions of computation c in XLA's post-order.")
       .def(
           "number_buffers",
-          [](const Index& x, const Ids& order, const Flags& skip) { return slcore::number_buffers(x.p, order, skip); },
-          "XLA's buffer ids per value, walking the computations of order not skipped.");
+          [](const Index& x, const Ids& order, const Flags& skip) { return packed(slcore::number_buffers(x.p, order, skip)); },
+          "XLA's buffer ids per value, walking the computations of order not skipped, as int64 bytes.");
 }
 
 }  // namespace slcore_python

@@ -65,14 +65,15 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
   engine
       .def(
           "__init__",
-          [](Core* self, const Index& index, nb::handle shape_of, nb::handle shape_is_array, nb::handle shape_start,
+          [](Core* self, Index& index, nb::handle shape_of, nb::handle shape_is_array, nb::handle shape_start,
              nb::handle shape_items, nb::handle buffer_value, nb::handle buffer_item, nb::handle hlo, nb::handle rule, nb::handle back,
              nb::handle fwd, nb::handle active, nb::handle constrained, nb::handle dim_owner, nb::handle dim_item,
              nb::handle alias_owner, nb::handle alias_item, nb::handle perm_owner, nb::handle perm_item,
-             nb::handle comp_kind, nb::handle caller, bool exact, bool tracing, nb::object derive_back,
+             nb::handle comp_kind, nb::handle caller, bool exact, bool tracing, bool provenance, nb::object derive_back,
              nb::object derive_fwd, nb::object derive_rule) {
             const slcore::Program& p = index.p;
             const int32_t nv = p.n_values(), ni = p.n_instrs();
+            if (index.uses_taken) throw std::invalid_argument("engine: an earlier engine took this index's uses");
             // Per value its shape, from the few distinct shapes the importer met.
             Ids shape = ids(shape_of, "shape_of");
             const Flags shape_array = flags(shape_is_array, "shape_is_array");
@@ -110,8 +111,9 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
               }
               in.buffer[shared[k]] = target[k];
             }
-            in.users = index.users;
-            in.use_operand = index.use_operand;
+            // Taken, not copied: the facts read them once (Index::uses_taken).
+            in.users = std::move(index.users);
+            in.use_operand = std::move(index.use_operand);
             in.kind = index.kind;
             // Per distinct rule, what the core reads of it; per instruction through rule_of.
             in.hlo = per_instruction(flags(hlo, "hlo"), index.rule_of, "engine");
@@ -132,7 +134,8 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
               if (dim_of[k] < 0 || dim_of[k] >= ni) throw std::invalid_argument("engine: a dim's instruction is out of range");
               in.dim[dim_of[k]] = dim_value[k];
             }
-            in.captures = index.captures;
+            in.captures = std::move(index.captures);
+            index.uses_taken = true;
             in.aliases = slcore::rows_from_pairs(ni, ids(alias_owner, "alias_owner"), ids(alias_item, "alias_item"),
                                                  "aliases");
             in.perm = slcore::rows_from_pairs(ni, ids(perm_owner, "perm_owner"), ids(perm_item, "perm_item"), "perm");
@@ -143,7 +146,7 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
             c->deriver = std::make_unique<PyDeriver>(std::move(derive_back), std::move(derive_fwd),
                                                      std::move(derive_rule));
             c->e = std::make_unique<slcore::Engine>(index.p, slcore::build_facts(index.p, std::move(in)), exact,
-                                                    tracing, c->deriver.get());
+                                                    tracing, c->deriver.get(), provenance);
           },
           nb::keep_alive<1, 2>())
       .def("footprint", [](const Core& c) { return slcore::footprint(*c.e, c.plans); },

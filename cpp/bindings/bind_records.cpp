@@ -99,6 +99,7 @@ void bind_records(nb::module_& m, nb::class_<Core>& engine) {
             c.e->work.release();
             std::vector<slcore::Plan>().swap(c.plans);
             Ids().swap(c.value_layouts);
+            release_free_pages();  // the answer and the rewrite allocate next
           },
           "Frees what only the run reads (after value_layouts and copy_candidates).")
       .def(

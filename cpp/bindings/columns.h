@@ -59,4 +59,16 @@ std::vector<T> per_instruction(const std::vector<T>& by_rule, const Ids& rule_of
 
 inline nb::object rows_pair(const slcore::Rows& r) { return nb::make_tuple(nb::cast(r.start), nb::cast(r.items)); }
 
+// A vector's items as bytes, for Python to hold as an ``array.array``
+// (``graph.packed_array``): 4 or 8 bytes an item, where a list of ints costs
+// ~40 (a pointer and an int object) -- what large per-value answers kept for
+// the whole run come back as.
+template <class T>
+nb::bytes packed(const std::vector<T>& v) {
+  return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+// Rows as (start, items) bytes of int32 (see ``packed``).
+inline nb::object packed_rows(const slcore::Rows& r) { return nb::make_tuple(packed(r.start), packed(r.items)); }
+
 }  // namespace slcore_python

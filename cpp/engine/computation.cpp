@@ -75,7 +75,7 @@ void pin_parameters(Engine& e, const std::vector<int32_t>& params, const std::ve
     if (i < 0 || i >= e.p.n_instrs() || e.facts.in.kind[i] != kParameter) {
       throw std::invalid_argument("pin_parameters: not a parameter instruction");
     }
-    const int32_t made = e.prov.make(rule, i, -1, notes[k]);
+    const int32_t made = e.prov.link(rule, i, -1, notes[k]);
     one[0] = layouts[k];
     e.set_instruction(one, i, true, priority, Why{kNoName, -1, -1, kNoName, made});
   }

@@ -10,10 +10,10 @@ namespace {
 constexpr int32_t kDefaultPriority = -2;  // a fallback computation layout's
 }  // namespace
 
-Engine::Engine(const Program& p_, Facts f, bool exact, bool tracing, Deriver* deriver)
+Engine::Engine(const Program& p_, Facts f, bool exact, bool tracing, Deriver* deriver, bool provenance)
     : p(p_),
       facts(std::move(f)),
-      prov(exact),
+      prov(exact, provenance),
       store(p_.n_values(), static_cast<int32_t>(facts.op_values.items.size())),
       tracing_(tracing),
       deriver_(deriver) {}

@@ -60,7 +60,8 @@ struct Event {
 
 class Engine {
  public:
-  Engine(const Program& p, Facts facts, bool exact, bool tracing, Deriver* deriver);
+  // ``provenance``: keep the core's own records' links (Provenance::link); exact runs always do.
+  Engine(const Program& p, Facts facts, bool exact, bool tracing, Deriver* deriver, bool provenance = true);
 
   // XLA's SetBufferLayout / SetOperandLayout / SetInstructionLayout.
   void set_buffer(int32_t layout, int32_t b, bool mandatory, bool dfs, int32_t priority, const Why& why);

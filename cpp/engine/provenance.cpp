@@ -57,7 +57,7 @@ Record Provenance::operator[](int32_t r) const {
 
 int32_t Provenance::attach(const Why& why, Kind kind, int32_t a, int32_t b, int32_t layout, int32_t priority,
                            bool mandatory, bool dfs, int32_t round, int32_t was, bool force) {
-  if (!facts_ && !force) return why.made >= 0 ? why.made : make(why.rule, why.instr, why.parent, why.note);
+  if (!facts_ && !force) return why.made >= 0 ? why.made : link(why.rule, why.instr, why.parent, why.note);
   int32_t id;
   if (why.made >= 0 && !has_fact(why.made)) {
     id = why.made;  // fresh from its rule and not yet a fact: fill it in

@@ -4,7 +4,10 @@
 // the cheap link (the rule that fired, its instruction, the record of the
 // constraint it was derived from) always, and in exact mode the fact too
 // (kind, target, layout, priority, flags, round, the layout it replaced);
-// a fast run keeps 16 bytes per record.
+// a fast run keeps 16 bytes per record.  A run whose caller reads no origin
+// (the command's assign: it prints layouts and copies, never why) keeps no
+// link either: the core's own records are -1 ("not recorded"; 8 MB of links
+// at 170k instructions), Python's own Origins still get theirs.
 // Python builds its ``Origin`` objects from these records, only when explain
 // or trace reads them.  Following ``parent`` walks back to a source; records
 // only point at older ones, so a chain never loops.
@@ -65,11 +68,15 @@ struct Record {
 
 class Provenance {
  public:
-  explicit Provenance(bool facts) : facts_(facts) {}
+  explicit Provenance(bool facts, bool links = true) : facts_(facts), links_on_(facts || links) {}
   bool facts() const { return facts_; }
 
   // A record without a fact (a Python Origin, or a cheap link).
   int32_t make(int32_t rule, int32_t instr, int32_t parent, int32_t note);
+  // The core's own cheap link: a record as ``make``'s, or -1 where the run keeps no links.
+  int32_t link(int32_t rule, int32_t instr, int32_t parent, int32_t note) {
+    return links_on_ ? make(rule, instr, parent, note) : -1;
+  }
   // The record a constraint keeps when it takes ``why`` with this fact: in
   // exact mode (or with ``force``) a Python-made record still without a fact
   // is filled in, any other gets a copy with the fact; otherwise the link only.
@@ -108,6 +115,7 @@ class Provenance {
   Fact& fact_slot(int32_t r);
 
   bool facts_;
+  bool links_on_;
   std::vector<Link> links_;
   std::vector<Fact> facts_of_;                // exact mode: one per link
   std::unordered_map<int32_t, Fact> sparse_;  // fast mode: the few with a fact

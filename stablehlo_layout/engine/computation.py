@@ -18,7 +18,7 @@ store it writes; the steps read and record interfaces in the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from stablehlo_layout.engine import core as seam
 from stablehlo_layout.model import layout as L
@@ -43,7 +43,7 @@ class ComputationSteps:
         # Per computation, the same every round: its buffers in the default
         # loop's order and its specials (``_comp_plan``); its specials by step
         # (``_step_lists``); its parameters' note ids.
-        self.comp_plans: dict[int, tuple[list[int], list[int]]] = {}
+        self.comp_plans: dict[int, tuple[Sequence[int], list[int]]] = {}
         self.steps_of: dict[int, tuple[list[int], list[int], list[int], list[int]]] = {}
         self.param_notes: dict[int, list[int]] = {}
         # Cross-module all-reduces on one channel agree on a layout; the first
@@ -159,7 +159,7 @@ class ComputationSteps:
                     if held is not None:
                         self.channel_layouts[channel] = held
 
-    def _comp_plan(self, e: "EngineState", c: int) -> tuple[list[int], list[int]]:
+    def _comp_plan(self, e: "EngineState", c: int) -> tuple[Sequence[int], list[int]]:
         """Per computation, the same every round: its buffers in the order the
         default loop visits them (XLA's buffer ids), and the instructions steps
         1, 2, 4 and the channel bookkeeping look at (all others are plain ops)."""

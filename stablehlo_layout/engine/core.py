@@ -23,7 +23,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from stablehlo_layout import _core
-from stablehlo_layout.model.graph import INSTR_KIND, Graph
+from stablehlo_layout.model.graph import INSTR_KIND, Graph, packed_array
 from stablehlo_layout.model.rules import (
     OpRule,
     _reshape_back,
@@ -147,13 +147,15 @@ def _derivations(rule: OpRule, target: "Target") -> tuple[int, int]:
     return back, fwd
 
 
-def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target", active: Sequence[bool],
+def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target", active: Sequence[int],
                  exact: bool, tracing: bool, derive_operand: Callable, derive_output: Callable,
-                 rule_operand: Callable) -> _core.Engine:
+                 rule_operand: Callable, provenance: bool = True) -> _core.Engine:
     """The core's engine over ``index``, with what its propagators read of ``g`` and the rules.
 
     The three callables are the target's derivations the core cannot make
-    itself (see ``_derivations``)."""
+    itself (see ``_derivations``).  Without ``provenance`` the core's own
+    records are not kept (``cpp/engine/provenance.h``): constraints it derived
+    read back with an "unrecorded" origin."""
     c, comps = g.columns, g.comps
     hlo, bits, back, fwd, attr_of = array("B"), array("H"), array("B"), array("B"), []
     for rule in rules.distinct:
@@ -196,7 +198,7 @@ def build_engine(g: Graph, index: _core.Index, rules: RuleTable, target: "Target
         constrained, dim_owner, dim_item, alias_owner, alias_item, perm_owner, perm_item,
         array("B", [_COMP_KIND[k] for k in _field("kind", comps)]),
         array("i", [-1 if x is None else x for x in _field("caller", comps)]),
-        exact, tracing, derive_operand, derive_output, rule_operand,
+        exact, tracing, provenance, derive_operand, derive_output, rule_operand,
     )
 
 
@@ -207,9 +209,19 @@ DemandError = _core.DemandError
 RULE_NAMES: tuple[str, ...] = tuple(_core.RULE_NAMES)
 
 
-def default_buffers(core: _core.Engine, order_key: Sequence[int], comps: list[int]) -> tuple[list[int], list[int]]:
-    """Per computation, its buffers in the default loop's order (as start / items rows)."""
-    return _core.default_buffers(core, order_key, comps)
+def number_buffers(index: _core.Index, order: list[int], skip: list[bool]) -> array:
+    """XLA's buffer ids per value (``order``: the computations, ``skip``: per computation).
+
+    An array('q'): a run keeps it until the defaults are planned, and as a list
+    of ints it cost ~40 bytes a value (7 MB at 170k values) where this costs 8."""
+    return packed_array("q", index.number_buffers(order, skip))
+
+
+def default_buffers(core: _core.Engine, order_key: array, comps: list[int]) -> tuple[array, array]:
+    """Per computation, its buffers in the default loop's order (as start / items rows, int32
+    arrays: the computations' slices of them are kept for the whole run)."""
+    start, items = _core.default_buffers(core, order_key, comps)
+    return packed_array("i", start), packed_array("i", items)
 
 
 def pin_parameters(core: _core.Engine, params: list[int], layouts: list[int], notes: list[int], rule: int,

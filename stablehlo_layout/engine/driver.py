@@ -28,13 +28,17 @@ if TYPE_CHECKING:
 
 
 def assign_layouts(graph: Graph, target: "Target", entry_mode: str = "default",
-                   trace: bool = False, exact: bool = False) -> Assignment:
+                   trace: bool = False, exact: bool = False, provenance: bool = True) -> Assignment:
     """Run the engine; ``exact`` (implied by ``trace``) runs every round and computation in full.
+
+    ``provenance`` False (not with ``exact``): the answer is the same, but the
+    constraints the core derived name an "unrecorded" origin, so explain has
+    nothing to follow; for callers that never ask why (the command's assign).
 
     The answer also lists XLA's copies of operands custom calls overwrite in
     place (``aliasing.py``): they follow from the layouts, not the worklist.
     """
-    answer = run(EngineState(graph, target, entry_mode, trace, exact))
+    answer = run(EngineState(graph, target, entry_mode, trace, exact, provenance))
     answer.copies.extend(in_place_copies(answer))
     return answer
 

@@ -19,6 +19,8 @@ from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.constraints import BUFFER, OPERAND, RESULT, BufferConstraint, OperandConstraint, Origin
 
 _KINDS = ("", BUFFER, OPERAND, RESULT)
+# The rule of a constraint's origin in a run without provenance (state.EngineState).
+UNRECORDED = "unrecorded"
 _KIND_CODES = {k: n for n, k in enumerate(_KINDS)}
 
 
@@ -155,9 +157,12 @@ class Records:
     def _origin(self, rec: int) -> Origin:
         # A fast run's records hold the links (rule, instruction, parent, note)
         # but no facts; the Origin is built only when a constraint is read.
-        # A constraint always has a record (the core's Provenance::attach makes one).
+        # A constraint has a record unless the run keeps no provenance: then
+        # what the core derived reads as unrecorded (a fresh one per read, as
+        # a reader may fill an Origin in).
         o = self.origin(rec)
-        assert o is not None
+        if o is None:
+            return Origin(UNRECORDED, None, None, "this run kept no provenance")
         return o
 
 

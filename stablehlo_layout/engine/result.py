@@ -158,11 +158,13 @@ def assignment_of(e: "EngineState", iface: "Interfaces", rounds: int, computed: 
                         g.instrs[g.values[missing].producer].loc)
     assert layouts is not None
     bc, oc = BufferConstraints(e.records, cache=True), OperandConstraints(e.records, cache=True)
-    copies = [CopyEdge(v, layouts[v], known(want), iid, n, _Unread(oc, key))  # type: ignore[arg-type]
-              for key, (v, want) in e.core.copy_candidates() for iid, n in (key,)]
+    candidates = e.core.copy_candidates()
     # The readers of the answer need the store only: the run's facts go
-    # before the rest of the answer (and the rewrite) allocates.
+    # before the rest of the answer (its edges first) and the rewrite allocate.
     e.core.finish()
+    copies = [CopyEdge(v, layouts[v], known(want), iid, n, _Unread(oc, key))  # type: ignore[arg-type]
+              for key, (v, want) in candidates for iid, n in (key,)]
+    del candidates
     # Implicit captures must match the region parameter they stand for.
     shared = _shared_branch_operands(g)
     # Inside a branch that copies its parameter, every use reads the copy:

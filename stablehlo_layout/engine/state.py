@@ -22,6 +22,7 @@ the chain from any copy back to its sources.
 
 from __future__ import annotations
 
+from array import array
 from operator import attrgetter, itemgetter
 from typing import Iterable, Sequence
 from weakref import WeakMethod
@@ -87,7 +88,7 @@ class EngineState:
     """
 
     def __init__(self, graph: Graph, target: "Target", entry_mode: str = "default",
-                 trace: bool = False, exact: bool = False) -> None:
+                 trace: bool = False, exact: bool = False, provenance: bool = True) -> None:
         check_entry_mode(entry_mode)
         self.g = graph
         self.target = target
@@ -128,17 +129,21 @@ class EngineState:
         self.trivial, self.specials = per_computation(graph, rule_table)
         # The instructions the worklist can reach: a fast run lays trivial
         # computations out directly and never asks about their instructions.
-        reached = [not t for t in self.trivial]
-        self.active = [True] * len(graph.instrs) if self.exact else list(map(reached.__getitem__, graph.columns.comp))
+        # A byte per instruction, as the core takes it (a list cost 8 bytes an instruction, kept all run).
+        reached = [0 if t else 1 for t in self.trivial]
+        self.active = array("B", [1]) * len(graph.instrs) if self.exact else \
+            array("B", map(reached.__getitem__, graph.columns.comp))
         self.forwarding: Sequence[bool] = tuple(rule_table.per_instruction(attrgetter("forwards")))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
         self.own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
         # The core calls back through weak references: it must not keep this engine alive.
         back, fwd, own = (WeakMethod(m) for m in (self._derive_operand, self._derive_output, self._rule_operand))
+        # Without provenance (a caller that never asks why: the command's assign) the
+        # core keeps no record of its own derivations; exact runs keep every one.
         self.core = build_engine(graph, self.index, rule_table, target, self.active, self.exact, trace,
                                  lambda *a: back()(*a), lambda *a: fwd()(*a),  # type: ignore[misc]
-                                 lambda *a: own()(*a))  # type: ignore[misc]
+                                 lambda *a: own()(*a), provenance or self.exact)  # type: ignore[misc]
         self.records = Records(self.core)
         # The store, read-only (targets read it; set_* writes it).
         self.bc = BufferConstraints(self.records)
@@ -186,7 +191,7 @@ class EngineState:
         exact, trivial = self.exact, self.trivial
         # Trivial computations are laid out without the default loop (fast runs).
         skip = [trivial[c] and not exact for c in range(len(self.g.comps))]
-        self.order_key = self.index.number_buffers(self.comp_order, skip)
+        self.order_key = seam.number_buffers(self.index, self.comp_order, skip)
 
     # -- small queries -------------------------------------------------------
     def rule(self, iid: int) -> OpRule:

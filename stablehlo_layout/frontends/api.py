@@ -31,9 +31,13 @@ class LayoutResult:
     entry_layouts: str
     warnings: list[str] = field(default_factory=list)
     _explanation: "Explanation | None" = field(default=None, repr=False)
+    # False: run without provenance (``assign_module``), nothing to explain.
+    provenance: bool = True
 
     def explain(self, fixes: bool = True, max_reruns: int = 16) -> "Explanation":
         """Why each copy is there (built once, on first use): ``result.explain().render()``."""
+        if not self.provenance:
+            raise ValueError("this result was made with provenance=False: run assign_module again to explain it")
         if self._explanation is None:
             from stablehlo_layout.report.explain import explain
 
@@ -97,7 +101,7 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
                   entry_layouts: str = "default", trace: bool = False,
                   exact: bool = False, gpu: str | None = None, *, check: bool = True,
-                  names: bool = True, tpu: str | None = None) -> LayoutResult:
+                  names: bool = True, provenance: bool = True, tpu: str | None = None) -> LayoutResult:
     """Assign layouts to ``module`` in place and return what was decided.
 
     ``gpu`` names the device of ``target="xla-gpu"`` (a shipped GPU name or a
@@ -115,14 +119,19 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
     empty, each copy has its consumer's location): for a caller that prints
     the module without locations, as the command does without
     ``--mlir-print-debuginfo`` (``rewrite.rewrite``).
+
+    With ``provenance`` False the engine keeps no record of why each constraint
+    holds (``driver.assign_layouts``): the same layouts and copies in less
+    memory, for a caller that never calls ``result.explain()`` (the command).
     """
     with quiet_gc():
         tgt, graph, handles, warnings = _import(module, target, gpu, tpu)
-        assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
+        assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact, provenance)
         copies = rewrite(module, assignment, handles, names=names)
     if check:
         check_output(module)
-    result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings)
+    result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings,
+                          provenance=provenance or exact or trace)
     for c in copies:
         c.owner = result
     return result

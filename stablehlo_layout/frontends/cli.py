@@ -106,8 +106,10 @@ def _assign(args: argparse.Namespace) -> int:
     target, warning = get_target(args.target, args.gpu, args.tpu)  # reject bad names before reading input
     ctx = mlir.make_context()
     module, _sources = _read_program(args, ctx, target)
-    # The copies' names show only as locations, which only --mlir-print-debuginfo prints.
-    result = assign_module(module, target, args.entry_layouts, check=False, names=args.mlir_print_debuginfo)
+    # The copies' names show only as locations, which only --mlir-print-debuginfo prints;
+    # nothing here asks why a copy is there, so the engine keeps no provenance.
+    result = assign_module(module, target, args.entry_layouts, check=False, names=args.mlir_print_debuginfo,
+                           provenance=False)
     notes, depth = [warning, *result.warnings], result.graph.region_depth
     # Nothing below needs the pass's answer.  The assignment's tables go before
     # the printer allocates on top of them (8 MB and ~6 ms at 43k instructions:

@@ -388,7 +388,7 @@ def _bindings_ops(block: ir.Block) -> Iterator[OpRow]:
         yield op, op.name, tuple(op.operands), results, tuple(r.type for r in results), None, k == last
 
 
-def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: list[int], scope: str) -> Iterator[OpRow]:
+def _handed_ops(walk: Any, block: ir.Block, cid: int, comp_instrs: "array[int]", scope: str) -> Iterator[OpRow]:
     """The ops of a block that ``walk`` (an ``OpWalk``) hands to the Python
     walk; it writes the rest itself as it goes (``cpp/bindings/bind_import_walk.cpp``)."""
     next_op, capsule, after = walk.next_op, block._CAPIPtr, 0
@@ -416,7 +416,7 @@ def capi_unusable_reason() -> str:
             '}) {function_type = (tensor<2xf32>, i32) -> f32, sym_name = "probe"} : () -> ()')
         block = module.body.operations[0].regions[0].blocks[0]
         walk = capi.op_walk(Columns(), capi.value_ids(), [], {}, array("q"), {})
-        got = (capi.block_arguments(block), list(_handed_ops(walk, block, 0, [], "")))
+        got = (capi.block_arguments(block), list(_handed_ops(walk, block, 0, array("i"), "")))
         ptr = capi.pointer
 
         def ptrs(objects: tuple) -> tuple[int, ...]:
@@ -690,7 +690,7 @@ class _Importer:
 
     def _new_comp(self, name: str, kind: str, caller: int | None, parent: int | None) -> int:
         cid = len(self.g.comps)
-        self.g.comps.append(Computation(cid, name, kind, [], -1, [], caller))
+        self.g.comps.append(Computation(cid, name, kind, [], -1, array("i"), caller))
         self.comp_parent[cid] = parent
         self.func_of.append(name if parent is None else self.func_of[parent])
         self.depth.append(1 if parent is None else self.depth[parent] + 1)

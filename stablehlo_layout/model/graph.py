@@ -372,7 +372,9 @@ class Computation:
     kind: str  # "func", "body", "cond", "branch", "apply"
     params: list[int]  # parameter instruction ids, in order
     root: int  # root pseudo-instruction id; its operands are the results
-    instrs: list[int]  # every instruction id, in block order (params first)
+    # Every instruction id, in block order (params first), as an array('i'):
+    # 4 bytes an instruction, and the core's import walk extends it by bytes.
+    instrs: "array[int]"
     caller: int | None = None  # the calling instruction, for regions
     callers: list[int] = field(default_factory=list)  # func.call sites
     is_entry: bool = False
@@ -398,7 +400,10 @@ class Columns:
     # ``kind``: its number in KINDS.  A value is its own buffer unless
     # (value, buffer) pairs say otherwise, the last pair for a value counting
     # (``buffer_of`` holds the same by value).
-    producer: "list[int] | array" = field(default_factory=list)
+    # ``producer`` is an array('i') from the start: the core's import walk
+    # extends it by bytes (an instruction id per value as a list item cost an
+    # int object each).
+    producer: array = field(default_factory=lambda: array("i"))
     shape: "list[int] | array" = field(default_factory=list)
     kind: "list[int] | array" = field(default_factory=list)
     index: "list[int] | array" = field(default_factory=list)
@@ -480,7 +485,7 @@ class Columns:
         knows nothing of the core."""
         counts, results = self.operand_count, self.result_lists
         assert counts is not None and results is not None, "the columns are frozen already"
-        for name in ("producer", "shape", "index", "comp", "op", "op_items"):
+        for name in ("shape", "index", "comp", "op", "op_items"):
             setattr(self, name, packed_array("i", int32_bytes(getattr(self, name))))
         self.kind = array("b", self.kind)
         self.op_start = packed_array("i", start_bytes(counts))

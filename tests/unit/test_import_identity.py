@@ -114,7 +114,7 @@ def test_the_handed_over_ops_read_what_the_bindings_read():
     walk = _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     for block in blocks:
         # Told of no op it may write, the core hands over every op.
-        handed = list(importer._handed_ops(walk, block, 0, [], ""))
+        handed = list(importer._handed_ops(walk, block, 0, array("i"), ""))
         ops = [op.operation for op in block.operations]
         assert [h[0] for h in handed] == [ptr(op._CAPIPtr) for op in ops]
         names = [h[1] for h in handed]
@@ -133,7 +133,7 @@ def test_the_handed_over_ops_read_what_the_bindings_read():
         assert arg_types == tuple(ptr(a.type._CAPIPtr) for a in block.arguments)
     assert walk.written == 0
     # The while's results are what the return reads, by identity.
-    handed = list(importer._handed_ops(walk, blocks[0], 0, [], ""))
+    handed = list(importer._handed_ops(walk, blocks[0], 0, array("i"), ""))
     assert handed[-1][2] == handed[0][3]
 
 
@@ -195,7 +195,7 @@ def test_the_walk_refuses_what_it_cannot_read():
     walk = _core.OpWalk(capi.CAPI_LIBRARY, Columns(), _core.ValueIds(), [], {}, array("q"), {})
     with pytest.raises(TypeError, match="_CAPIPtr capsule"):
         walk.next_op(object(), 0, 0, [], "")
-    with pytest.raises(TypeError, match="comp_instrs is not a list"):
+    with pytest.raises(TypeError, match="comp_instrs is not an array of 4-byte items"):
         walk.next_op(block._CAPIPtr, 0, 0, (), "")
     with pytest.raises(ValueError, match="a null op"):
         walk.plain(0, 1)

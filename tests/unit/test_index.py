@@ -64,7 +64,7 @@ def assert_core_matches_graph(g: Graph) -> None:
     assert _rows(index, "callees") == [list(ins.callees) for ins in instrs]
     assert _rows(index, "captures") == [list(ins.captures) for ins in instrs]
     assert index.rows("is_root") == [ins.op == "root" for ins in instrs]
-    assert _rows(index, "instrs") == [c.instrs for c in comps]
+    assert _rows(index, "instrs") == [list(c.instrs) for c in comps]
     c = g.columns
     assert list(c.producer) == [v.producer for v in values]
     buffer = list(range(len(values)))
