@@ -58,10 +58,11 @@ def tiles(element: str, dims: tuple[int, ...], m2m: tuple[int, ...], entry: bool
     that is larger), then ``(k,1)`` below 32 bits.  ``entry``: an entry
     parameter or result of an 8-bit type whose second-minor dim is a
     multiple of 32 gets ``T(32,128)(4,1)`` instead (the instruction inside
-    keeps ``T(8,128)(4,1)``).  None for a type no dump has shown.
+    keeps ``T(8,128)(4,1)``).  None for a type no dump has shown, and for an
+    array of no elements, which XLA:TPU prints untiled (bf16[1,16,2,0]{3,2,1,0}).
     """
     bits = BITS.get(element)
-    if bits is None or any(d is None for d in dims):
+    if bits is None or any(d is None or d == 0 for d in dims):
         return None
     pack = 32 // bits
     if not dims:
@@ -117,9 +118,10 @@ def least_padded(element: str, dims: tuple[int, ...], entry: bool = False) -> tu
     Among all orders, the one whose array pads to the fewest elements; a tie
     goes to the lexicographically greatest minor_to_major (row-major beats
     any other order; otherwise the dims above the two minor ones stay in
-    row-major order).  None for a type no dump has shown.
+    row-major order).  None for a type no dump has shown, and for an array
+    of no elements (nothing pads; the caller's default stands).
     """
-    if element not in BITS or any(d is None for d in dims):
+    if element not in BITS or any(d is None or d == 0 for d in dims):
         return None
     rank = len(dims)
     if rank < 2:

@@ -63,3 +63,14 @@ def test_conv_shape_check():
     assert tpu_conv.fits((1, 0, 3, 2), (1, 0), (2, 3))
     assert not tpu_conv.fits((1, 0, 2, 3), (1, 0), (2, 3))  # spatial dims out of order
     assert not tpu_conv.fits((3, 2, 1, 0), (1, 0), (2, 3))
+
+
+def test_an_array_of_no_elements_is_untiled():
+    """XLA:TPU prints bf16[1,16,2,0]{3,2,1,0} with no tiles (the TPU differential, seed 1, program 7)."""
+    from stablehlo_layout.targets import tpu_tiles
+    from stablehlo_layout.targets.xla_tpu import XlaTpuTarget
+
+    assert tpu_tiles.tiles("bf16", (1, 16, 2, 0), (3, 2, 1, 0)) is None
+    assert tpu_tiles.least_padded("bf16", (1, 16, 2, 0)) is None
+    assert XlaTpuTarget().tiling("bf16", (1, 16, 2, 0), (3, 2, 1, 0)) == ""
+    assert XlaTpuTarget().tiling("bf16", (1, 16, 2, 1), (3, 2, 1, 0)) == "T(2,128)(2,1)"
