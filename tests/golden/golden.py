@@ -31,7 +31,9 @@ relative path.  Inputs under a folder named for a GPU (``xla_gpu_dumps/a100``,
 
 Determinism: inputs are named by paths relative to the repository root (the
 tool runs there), outputs go to a temporary folder whose path is replaced by
-``<OUT>`` in stderr, and the repository's absolute path by ``<REPO>``.
+``<OUT>`` in stderr, and the repository's absolute path by ``<REPO>``; an
+absolute path into another checkout (a committed dump names where it was
+made) becomes repository-relative in every output (``checkout_relative``).
 
 The manifest is shared by the tested (Python, jax) pairs (``pairs``): an entry
 that is the same under every recorded pair is one record; where the pairs
@@ -215,7 +217,28 @@ def execute(run: Run, scratch: Path) -> Outcome:
     text = err.getvalue().encode() + native + (b"<stdout>\n" + printed if printed else b"")
     text = text.replace(str(scratch).encode(), b"<OUT>").replace(str(REPO).encode(), b"<REPO>")
     data = out.read_bytes() if out.exists() else None
-    return Outcome(rc, data, text)
+    return Outcome(rc, None if data is None else checkout_relative(data), checkout_relative(text))
+
+
+# An absolute path as a dump's metadata records it: the committed examples
+# were dumped in some checkout of this repository, whose path is not this one's.
+_ABSOLUTE = re.compile(rb"(?<![\w<>.])/[\w.\-]+(?:/[\w.\-]+)+")
+
+
+def checkout_relative(data: bytes) -> bytes:
+    """``data`` with every absolute path into another checkout of this repository made
+    repository-relative: a committed dump names the file (``examples/xla_dump/make.py``)
+    where it was made, so what the tool prints for it depends on where the checkout
+    lies (relative inside it, absolute from outside); the manifest must not."""
+    def relative(m: re.Match[bytes]) -> bytes:
+        parts = m.group(0).decode("utf-8", "replace").split("/")
+        for k in range(1, len(parts) - 1):
+            tail = "/".join(parts[k + 1:])
+            if (REPO / tail).is_file():
+                return tail.encode()
+        return m.group(0)
+
+    return _ABSOLUTE.sub(relative, data)
 
 
 def pair() -> str:
