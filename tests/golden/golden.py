@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import difflib
+import functools
 import hashlib
 import io
 import json
@@ -230,15 +231,27 @@ def checkout_relative(data: bytes) -> bytes:
     repository-relative: a committed dump names the file (``examples/xla_dump/make.py``)
     where it was made, so what the tool prints for it depends on where the checkout
     lies (relative inside it, absolute from outside); the manifest must not."""
+    tracked = _tracked_files()
+
     def relative(m: re.Match[bytes]) -> bytes:
         parts = m.group(0).decode("utf-8", "replace").split("/")
         for k in range(1, len(parts) - 1):
             tail = "/".join(parts[k + 1:])
-            if (REPO / tail).is_file():
+            if tail in tracked:
                 return tail.encode()
         return m.group(0)
 
     return _ABSOLUTE.sub(relative, data)
+
+
+@functools.cache
+def _tracked_files() -> frozenset[str]:
+    """The repository's own files (git's list): a venv or scratch file that happens to lie in
+    one checkout and not another must not count."""
+    import subprocess
+
+    done = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True)
+    return frozenset(done.stdout.splitlines())
 
 
 def pair() -> str:
