@@ -137,7 +137,10 @@ def _layout_kind(r: dict[str, Any], d: dict[str, Any]) -> str:
     return f"layout of {op}: {d['pattern']}{same}"
 
 
-def difference_kinds(results: list[dict[str, Any]]) -> Counter:
+def difference_kinds(results: list[dict[str, Any]], copies: tuple[str, str] = ("xla_copy_info", "our_copy_info"),
+                     extra: Any = None) -> Counter:
+    """Differences by kind: layouts, ``extra(r)``'s further kinds (the TPU report's tiles), and
+    the copies under the result keys ``copies`` (XLA's, ours)."""
     kinds: Counter = Counter()
     for r in results:
         if r["status"] != "ok":
@@ -145,7 +148,9 @@ def difference_kinds(results: list[dict[str, Any]]) -> Counter:
         for d in r["diffs"]:
             if d["kind"] == "layout":
                 kinds[_layout_kind(r, d)] += 1
-        count_copy_kinds(r, kinds, r.get("xla_copy_info", []), r.get("our_copy_info", []))
+        if extra is not None:
+            kinds.update(extra(r))
+        count_copy_kinds(r, kinds, r.get(copies[0], []), r.get(copies[1], []))
     return kinds
 
 

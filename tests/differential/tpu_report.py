@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .gpu_run import _annotate_opcodes, _layout_kind, _pct, count_copy_kinds
+from .gpu_run import _annotate_opcodes, _pct
+from .gpu_run import difference_kinds as gpu_difference_kinds
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -64,17 +65,9 @@ def _tile_kind(d: dict[str, Any]) -> str:
 
 
 def difference_kinds(results: list[dict[str, Any]]) -> Counter:
-    kinds: Counter = Counter()
-    for r in results:
-        if r["status"] != "ok":
-            continue
-        for d in r["diffs"]:
-            if d["kind"] == "layout":
-                kinds[_layout_kind(r, d)] += 1
-        for d in r.get("tile_diffs", []):
-            kinds[_tile_kind(d)] += 1
-        count_copy_kinds(r, kinds, r.get("xla_copy_full_info", []), r.get("our_copy_full_info", []))
-    return kinds
+    """The GPU report's kinds, with the tiles' and the copies matched by full layout."""
+    return gpu_difference_kinds(results, ("xla_copy_full_info", "our_copy_full_info"),
+                                lambda r: [_tile_kind(d) for d in r.get("tile_diffs", [])])
 
 
 def _differences(r: dict[str, Any]) -> list[str]:
