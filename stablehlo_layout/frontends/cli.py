@@ -26,6 +26,7 @@ from stablehlo_layout.model.options import ENTRY_MODES
 
 if TYPE_CHECKING:
     from stablehlo_layout.ir.mlir import PrintedModule
+    from stablehlo_layout.report.progress import Progress
 
 # Set to show a user target's traceback, as --debug does.
 DEBUG_ENV = "STABLEHLO_LAYOUT_DEBUG"
@@ -86,6 +87,41 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _progress(args: argparse.Namespace) -> "Progress":
+    """The command's progress line (drawn on a terminal's stderr only); one per run, shared by every input."""
+    progress = getattr(args, "progress", None)
+    if progress is None:  # a caller that dispatches without main's block: a line that draws nothing
+        from stablehlo_layout.report.progress import Progress
+
+        progress = args.progress = Progress(args.command, stream=_NO_TERMINAL)
+    return progress
+
+
+class _NoTerminal:
+    """A stream that is not a terminal: a Progress on it never draws."""
+
+    def isatty(self) -> bool:
+        return False
+
+
+_NO_TERMINAL: Any = _NoTerminal()
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    """One line on stderr, above the progress line where one is drawn."""
+    progress = getattr(args, "progress", None)
+    if progress is not None and progress.shown:
+        progress.print(message)
+    else:
+        print(message, file=sys.stderr)
+
+
+def _phase(args: argparse.Namespace, what: str) -> None:
+    """Say on the progress line what the current input's work is doing now."""
+    _progress(args).note(f"{getattr(args, 'module_name', '')}: {what}" if getattr(args, "module_name", "")
+                         else what)
+
+
 def _refuse_output_onto_input(args: argparse.Namespace) -> None:
     """`-o` or `--html` naming the input would destroy it: refuse before any work."""
     from stablehlo_layout.report.output import same_file
@@ -105,7 +141,9 @@ def _assign(args: argparse.Namespace) -> int:
 
     target, warning = get_target(args.target, args.gpu, args.tpu)  # reject bad names before reading input
     ctx = mlir.make_context()
+    _phase(args, "reading")
     module, _sources = _read_program(args, ctx, target)
+    _phase(args, "laying out")
     # The copies' names show only as locations, which only --mlir-print-debuginfo prints;
     # nothing here asks why a copy is there, so the engine keeps no provenance.
     result = assign_module(module, target, args.entry_layouts, check=False, names=args.mlir_print_debuginfo,
@@ -127,7 +165,7 @@ def _assign(args: argparse.Namespace) -> int:
             raise PassError("internal error: the rewritten module printed in MLIR's generic form; "
                             "please report this with the input")
         for note in filter(None, notes):
-            print(note, file=sys.stderr)
+            _say(args, note)
         _emit(args, printed)
     mlir.discard(module, depth)
     return 0
@@ -208,10 +246,11 @@ def _read_program(args: argparse.Namespace, ctx, target):
     # A JAX function is lowered for the platform it is compiled for.
     module = _read(args, ctx, {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend))
     path = "<stdin>" if args.input == "-" else args.input
+    _phase(args, f"compiling with XLA ({backend}) up to its layout assignment")
     compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
                                           **xla_compile.gpu_options(target))
     if compiled.note:
-        print(compiled.note, file=sys.stderr)
+        _say(args, compiled.note)
     args.compiled_by = compiled.backend
     return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
 
@@ -249,7 +288,9 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
     target, warning = get_target(args.target, args.gpu, args.tpu)
     ctx = mlir.make_context()
+    _phase(args, "reading")
     module, sources = _read_program(args, ctx, target) if args.as_compiled else _read_dump(args, ctx)
+    _phase(args, "laying out")
     # Explanations quote XLA's rounds and priorities: run every round.
     # The module is dropped below: the import may inline into it rather than a copy.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)
@@ -263,7 +304,7 @@ def _analysis(args: argparse.Namespace, trace: bool):
 
         name_by_instruction(graph)
     for note in filter(None, [warning, *notes]):
-        print(note, file=sys.stderr)
+        _say(args, note)
     return assignment, sources
 
 
@@ -271,6 +312,8 @@ def _emit(args: argparse.Namespace, text: "str | bytes | PrintedModule") -> None
     from stablehlo_layout.report.output import write_output
 
     sink = getattr(args, "sink", None)
+    if sink is None:
+        _progress(args).clear()  # the output may go to the same terminal
     if isinstance(text, (str, bytes)):
         data = text.encode() if isinstance(text, str) else text
     elif sink is not None:
@@ -290,6 +333,7 @@ def _explain(args: argparse.Namespace) -> int:
     from stablehlo_layout.report.explain import explain
 
     assignment, sources = _analysis(args, trace=False)
+    _phase(args, "explaining the copies" + ("" if args.no_fixes else " and finding their fixes"))
     report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
     path = "<stdin>" if args.input == "-" else args.input
     if args.json:
@@ -369,16 +413,21 @@ def module_name(path: str) -> str:
 
 
 def _dispatch_inputs(args: argparse.Namespace) -> int:
+    from stablehlo_layout.report.progress import Progress
+
     args.noted = set()  # the target notes said so far, shared by every input's namespace
     try:
         paths = _expand_inputs(args.inputs)
     except InputError as e:
-        print(str(e), file=sys.stderr)
+        _say(args, str(e))
         return 1
-    if len(paths) == 1:
-        args.input = paths[0]
-        return _dispatch(args)
-    return _several(args, paths)
+    # One line for the whole run: a step per input, a note per phase of it.
+    with Progress(args.command, total=len(paths)) as args.progress:
+        if len(paths) == 1:
+            args.input = paths[0]
+            args.progress.step(os.path.basename(args.input))
+            return _dispatch(args)
+        return _several(args, paths)
 
 
 def _several(args: argparse.Namespace, paths: list[str]) -> int:
@@ -386,8 +435,7 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
     from stablehlo_layout.report.output import write_output
 
     if args.arg or "-" in paths:
-        print(f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION",
-              file=sys.stderr)
+        _say(args, f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION")
         return 1
     pieces: list[bytes] = []
     docs: list[Any] = []
@@ -400,7 +448,8 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
         if names[name] > 1:  # XLA dumps every compile of a function under its name
             name = f"{name}.{names[name]}"
         sub = argparse.Namespace(**vars(args))
-        sub.input, sub.sink = path, []
+        sub.input, sub.sink, sub.module_name = path, [], name
+        args.progress.step(name)
         if getattr(args, "html", None):
             stem = args.html[:-5] if args.html.endswith(".html") else args.html
             sub.html = f"{stem}.{name}.html"
@@ -419,6 +468,7 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
             pieces.append((b"// -----\n" if pieces else b"") + f"// module {name}: {path}\n".encode() + body)
         elif body or not getattr(args, "html", None):
             pieces.append((b"\n" if pieces else b"") + f"== module {name}: {path} ==\n".encode() + body)
+    args.progress.clear()  # the output may go to the same terminal
     try:
         if as_json:
             import json
@@ -427,7 +477,7 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
         elif pieces:
             write_output(args.output, b"".join(pieces))
     except InputError as e:
-        print(str(e), file=sys.stderr)
+        _say(args, str(e))
         return 1
     return code
 
@@ -505,7 +555,7 @@ def _choose_target(args: argparse.Namespace) -> None:
     note = f"note: {found.evidence}: laid out as {chosen} (give --target to choose another)"
     if note not in args.noted:
         args.noted.add(note)
-        print(note, file=sys.stderr)
+        _say(args, note)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -531,20 +581,21 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "trace":
             return _trace(args)
     except InputError as e:
-        print(str(e), file=sys.stderr)
+        _say(args, str(e))
         return 1
     except OptionError as e:
-        print(f"stablehlo-layout: error: {' '.join(e.msg.split())}", file=sys.stderr)
+        _say(args, f"stablehlo-layout: error: {' '.join(e.msg.split())}")
         return 1
     except UserTargetError as e:
         if getattr(args, "debug", False) or os.environ.get(DEBUG_ENV, "") not in ("", "0"):
             import traceback
 
+            _progress(args).clear()
             traceback.print_exception(e.cause, file=sys.stderr)
-        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
+        _say(args, render_pass_error(getattr(args, "input", "-"), e))
         return 1
     except PassError as e:
-        print(render_pass_error(getattr(args, "input", "-"), e), file=sys.stderr)
+        _say(args, render_pass_error(getattr(args, "input", "-"), e))
         return 1
     except KeyboardInterrupt as e:
         # The shell's convention: 128 + the signal's number (SIGINT 2, SIGTERM 15).
