@@ -62,6 +62,13 @@ def _common(a: argparse.ArgumentParser) -> None:
     a.add_argument("--arg", action="append", default=None, metavar="SHAPE",
                    help="for a MODULE:FUNCTION input: one argument's XLA shape, layout optional, "
                         "e.g. 'f32[8,128]{0,1}' (repeat per argument)")
+    a.add_argument("--args-from", default=None, metavar="MODULE:CALLABLE",
+                   help="for a MODULE:FUNCTION input: its example call, from a callable that takes no arguments "
+                        "and returns (args, kwargs); arrays, pytrees of them and static values")
+    a.add_argument("--static-argnums", default=None, metavar="N[,N...]",
+                   help="with --args-from: the positional arguments that are static, as jax.jit's static_argnums")
+    a.add_argument("--static-argnames", default=None, metavar="NAME[,NAME...]",
+                   help="with --args-from: the arguments that are static by name, as jax.jit's static_argnames")
     a.add_argument("--mlir-print-debuginfo", action="store_true",
                    help="assign: print locations in the IR; explain, trace: name each op by its whole location "
                         "(every call-site frame) instead of the short form")
@@ -209,15 +216,36 @@ def _read(args: argparse.Namespace, ctx, platforms=None):
     """A file, stdin, or a JAX function ``MODULE:FUNCTION`` exported at the ``--arg`` shapes."""
     from stablehlo_layout.ir import mlir
 
-    if args.arg or _names_a_function(args.input):
+    if _calls_a_function(args) or _names_a_function(args.input):
         from stablehlo_layout.frontends.jax import read_input_or_reference
 
-        return read_input_or_reference(args.input, args.arg, ctx, platforms)
+        return read_input_or_reference(args.input, _reference_call(args), ctx, platforms)
     _refuse_python_source(args.input)
     module = mlir.read_input(args.input, ctx)
     if getattr(args, "refused", None) is not None:
         raise args.refused
     return module
+
+
+def _calls_a_function(args: argparse.Namespace) -> bool:
+    """Whether the options describe a call of a ``MODULE:FUNCTION`` input."""
+    return bool(args.arg or args.args_from or args.static_argnums or args.static_argnames)
+
+
+def _reference_call(args: argparse.Namespace):
+    """``--arg``, ``--args-from`` and ``--static-*`` as the JAX front door takes them."""
+    from stablehlo_layout.frontends.jax import ReferenceCall
+
+    nums: list[int] = []
+    for text in (args.static_argnums or "").split(","):
+        if text.strip():
+            try:
+                nums.append(int(text))
+            except ValueError:
+                raise InputError(args.input, f"--static-argnums: {text.strip()!r} is not an index; "
+                                             "give comma-separated integers such as 1,2") from None
+    names = tuple(n.strip() for n in (args.static_argnames or "").split(",") if n.strip())
+    return ReferenceCall(tuple(args.arg or ()), args.args_from, tuple(nums), names)
 
 
 def _refuse_python_source(path: str) -> None:
@@ -266,7 +294,7 @@ def _read_dump(args: argparse.Namespace, ctx):
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.ir.metadata import read_sources
 
-    if args.arg or args.input == "-" or _names_a_function(args.input) or not os.path.isfile(args.input):
+    if _calls_a_function(args) or args.input == "-" or _names_a_function(args.input) or not os.path.isfile(args.input):
         return _read(args, ctx), None
     try:
         with open(args.input, "rb") as f:
@@ -434,7 +462,7 @@ def _several(args: argparse.Namespace, paths: list[str]) -> int:
     """One report (or module) per input, each headed by its module's name; one output."""
     from stablehlo_layout.report.output import write_output
 
-    if args.arg or "-" in paths:
+    if _calls_a_function(args) or "-" in paths:
         _say(args, f"{args.command}: error: several inputs cannot include stdin or MODULE:FUNCTION")
         return 1
     pieces: list[bytes] = []
@@ -508,14 +536,14 @@ def _choose_target(args: argparse.Namespace) -> None:
     from stablehlo_layout.xla import dump_files
 
     path = args.input
-    if path != "-" and not args.arg:
+    if path != "-" and not _calls_a_function(args):
         reason = dump_files.wrong_file(path)
         if reason:
             raise InputError(path, reason)
     if args.target is not None:
         return
     args.target = "generic"
-    if path == "-" or args.arg or not os.path.isfile(path):
+    if path == "-" or _calls_a_function(args) or not os.path.isfile(path):
         return
     try:
         with open(path, "rb") as f:

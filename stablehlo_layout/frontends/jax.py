@@ -40,10 +40,11 @@ import inspect
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stablehlo_layout.frontends.calls import Call, make_call, short
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.errors import InputError
 
@@ -475,13 +476,53 @@ def _jitted(fn: Callable, in_formats, out_formats):
     return jax.jit(fn, in_shardings=in_formats, out_shardings=out_formats, keep_unused=True)
 
 
-def _trees(fn: Callable, args: Sequence[Any], in_layouts: Any, out_layouts: Any):
+# How much of the arguments an error line quotes: enough to recognize them.
+_DESCRIBE_LIMIT = 160
+
+
+def describe(args: Sequence[Any], kwargs: Mapping[str, Any] | None = None) -> str:
+    """``(f32[8,128], {'b': f32[16]}, training=True)``: a call's arguments as an error line quotes them."""
+    import jax
+
+    def tree(x: Any) -> str:
+        if isinstance(x, dict):
+            return "{" + ", ".join(f"{k!r}: {tree(v)}" for k, v in x.items()) + "}"
+        if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+            inner = ", ".join(tree(v) for v in x)
+            return f"[{inner}]" if isinstance(x, list) else f"({inner}{',' if len(x) == 1 else ''})"
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return _shape_text(x.shape, x.dtype)
+        if jax.tree_util.all_leaves([x]):
+            return short(repr(x), 24)
+        return type(x).__name__ + "(...)"
+
+    parts = [tree(a) for a in args] + [f"{k}={tree(v)}" for k, v in (kwargs or {}).items()]
+    return "(" + short(", ".join(parts), _DESCRIBE_LIMIT) + ")"
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line for line in str(e).strip().splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0].strip()}" if lines else type(e).__name__
+
+
+def _shape_of_call(call: Call, fn: Callable, structs: Sequence[Any]) -> Any:
+    """The outputs' shapes: tracing once, where a call that does not fit fails with one line."""
+    import jax
+
+    try:
+        return jax.eval_shape(fn, *structs)
+    except Exception as e:  # jax's own reason (shapes, dtypes), without its traceback
+        raise InputError(call.name, f"calling it with {describe(call.args, call.kwargs)} fails: "
+                                    f"{_first_line(e)}") from None
+
+
+def _trees(call: Call, fn: Callable, args: Sequence[Any], in_layouts: Any, out_layouts: Any):
     """Flat avals and layout requests, and the same requests as pytrees for jit."""
     import jax
 
     structs = [jax.tree.map(_as_struct, a) for a in args]
     flat_in, in_tree = jax.tree.flatten(tuple(structs))
-    out_shape = jax.eval_shape(fn, *structs)
+    out_shape = _shape_of_call(call, fn, structs)
     flat_out, out_tree = jax.tree.flatten(out_shape)
     in_f, in_req = _flat_requests(in_layouts, flat_in, "in_layouts")
     out_f, out_req = _flat_requests(out_layouts, flat_out, "out_layouts")
@@ -499,13 +540,21 @@ def _export(fn: Callable, structs, in_formats, out_formats, platforms: Sequence[
 def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any = None,
             target: str = "xla-cpu", entry_layouts: str = "default", verify: bool = False,
             fixes: bool = True, gpu: str | None = None, as_compiled: bool = True,
-            tpu: str | None = None) -> JaxAnalysis:
+            tpu: str | None = None, kwargs: Mapping[str, Any] | None = None,
+            static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = ()) -> JaxAnalysis:
     """Export ``fn`` at ``args``, run the layout pass on it, and explain every copy.
 
-    ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine).
+    ``args`` are arrays or ``jax.ShapeDtypeStruct``s (pytrees of them are fine);
+    ``kwargs`` the keyword arguments of the call, ``fn(*args, **kwargs)``.
+    ``static_argnums`` / ``static_argnames`` mark arguments static as
+    ``jax.jit`` does (any Python value, closed over, not a parameter).  A
+    call that does not fit ``fn`` (arity, a name, a shape, a non-array where
+    an array is traced) raises ``InputError``, one line naming ``fn``.
     ``in_layouts`` / ``out_layouts``: one value for every flat argument / output,
     or a sequence with one per flat argument / output; each a jax ``Layout``,
-    ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).
+    ``Format``, ``Layout.AUTO`` or ``None`` (the row-major default).  The flat
+    arguments are the dynamic positional arguments' leaves in order, then
+    the dynamic keyword arguments' leaves, by name.
     ``verify=True`` also compiles ``fn`` on the local backend with the same
     layouts and records whether XLA chose the entry layouts we did; with
     ``target="xla-gpu"`` it compiles deviceless with XLA:GPU for ``gpu``
@@ -527,15 +576,18 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     from stablehlo_layout.frontends.api import assign_module, resolve_target
     from stablehlo_layout.report.explain import explain
 
+    call = make_call(fn, args, kwargs, static_argnums=static_argnums, static_argnames=static_argnames)
+    user_fn = fn
+    fn, args = call.traced()  # from here on: a function of positional array pytrees
     structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req = _trees(
-        fn, args, in_layouts, out_layouts)
+        call, fn, args, in_layouts, out_layouts)
     tgt, _ = resolve_target(target, gpu, tpu)
     from stablehlo_layout.xla.pipeline import backend_of
 
     backend = backend_of(tgt)
     platform = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend) if as_compiled or backend == "xla-tpu" else None
     exported = _export(fn, structs, in_formats, out_formats, platforms=platform)
-    name = getattr(fn, "__name__", None) or repr(fn)
+    name = getattr(user_fn, "__name__", None) or repr(user_fn)
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
     sources = compiled = None
@@ -760,14 +812,49 @@ def _check_arity(ref: str, fn: Callable, n: int) -> None:
         raise InputError(ref, f"{name}({names}) takes {want} argument(s), got {n} --arg spec(s)")
 
 
-def _exported_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None):
+@dataclass(frozen=True)
+class ReferenceCall:
+    """How the command calls ``MODULE:FUNCTION``: ``--arg`` shapes, or ``--args-from`` and static arguments."""
+
+    arg_specs: tuple[str, ...] = ()
+    args_from: str | None = None  # MODULE:CALLABLE returning (args, kwargs)
+    static_argnums: tuple[int, ...] = ()
+    static_argnames: tuple[str, ...] = ()
+
+
+def _args_from(ref: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Call ``MODULE:CALLABLE`` with no arguments; it returns ``(args, kwargs)``, the example call."""
+    maker = _resolve(ref)
+    try:
+        made = maker()
+    except Exception as e:  # the user's code: its reason, one line
+        raise InputError(ref, f"--args-from: calling it failed: {_first_line(e)}") from None
+    expected = ("must return (args, kwargs): a tuple or list of positional arguments and a dict of keyword "
+                "arguments")
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise InputError(ref, f"--args-from {expected}, got a {type(made).__name__}")
+    args, kwargs = made
+    if not isinstance(args, (tuple, list)) or not isinstance(kwargs, dict):
+        raise InputError(ref, f"--args-from {expected}, got ({type(args).__name__}, {type(kwargs).__name__})")
+    if not all(isinstance(k, str) for k in kwargs):
+        raise InputError(ref, "--args-from: the keyword arguments' names must be strings")
+    return tuple(args), kwargs
+
+
+def _exported_reference(ref: str, how: ReferenceCall, platforms: Sequence[str] | None = None):
     from jax.experimental.layout import Format
     from jax.experimental.layout import Layout as JaxLayout
     from jax.sharding import SingleDeviceSharding
 
     fn = _resolve(ref)
+    if how.args_from is not None:
+        if how.arg_specs:
+            raise InputError(ref, "give either --arg shapes or --args-from, not both")
+        return _exported_call(ref, fn, how, platforms)
+    if how.static_argnums or how.static_argnames:
+        raise InputError(ref, "--static-argnums and --static-argnames need --args-from: an --arg is always an array")
     specs = []
-    for i, text in enumerate(arg_specs, 1):
+    for i, text in enumerate(how.arg_specs, 1):
         try:
             specs.append(_parse_arg_spec(text))
         except ValueError as e:
@@ -783,40 +870,64 @@ def _exported_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[
     try:
         return _export(fn, structs, in_formats, None, platforms)
     except Exception as e:
-        lines = str(e).strip().splitlines()
-        detail = lines[0] if lines else ""
-        raise InputError(ref, f"cannot export with the given --arg shapes: {type(e).__name__}: {detail}") from None
+        raise InputError(ref, f"cannot export with the given --arg shapes: {_first_line(e)}") from None
 
 
-def module_from_reference(ref: str, arg_specs: Sequence[str], platforms: Sequence[str] | None = None) -> bytes:
+def _exported_call(ref: str, fn: Callable, how: ReferenceCall, platforms: Sequence[str] | None):
+    """``fn`` exported at the call ``--args-from`` makes, its static arguments closed over."""
+    import jax
+
+    assert how.args_from is not None
+    args, kwargs = _args_from(how.args_from)
+    call = make_call(fn, args, kwargs, static_argnums=how.static_argnums, static_argnames=how.static_argnames,
+                     name=ref)
+    traced, dynamic = call.traced()
+    structs = [jax.tree.map(_as_struct, a) for a in dynamic]
+    _shape_of_call(call, traced, structs)  # a call that does not fit: one line, before jax.export's traceback
+    try:
+        return _export(traced, structs, None, None, platforms)
+    except Exception as e:
+        raise InputError(ref, f"cannot export {describe(call.args, call.kwargs)}: {_first_line(e)}") from None
+
+
+def _how(arg_specs: "Sequence[str] | ReferenceCall | None") -> ReferenceCall:
+    return arg_specs if isinstance(arg_specs, ReferenceCall) else ReferenceCall(tuple(arg_specs or ()))
+
+
+def module_from_reference(ref: str, arg_specs: "Sequence[str] | ReferenceCall",
+                          platforms: Sequence[str] | None = None) -> bytes:
     """Serialized ``jax.export`` artifact of ``module:function`` at the given argument shapes.
 
     ``arg_specs`` are XLA shape strings, one per positional argument; a layout
     (``f32[8,128]{0,1}``, minor_to_major) pins that argument, none means the
-    default.  The bytes load with ``mlir.load``.  Raises ``InputError(ref, reason)``.
+    default.  Or a ``ReferenceCall``: the call ``--args-from`` makes, with its
+    static arguments.  The bytes load with ``mlir.load``.  Raises ``InputError(ref, reason)``.
     ``platforms`` lowers for other platforms than this machine's (``["cuda"]``
     for a deviceless XLA:GPU compile).
     """
-    return bytes(_exported_reference(ref, arg_specs, platforms).serialize())
+    return bytes(_exported_reference(ref, _how(arg_specs), platforms).serialize())
 
 
-def load_reference(ref: str, arg_specs: Sequence[str], ctx: Any, platforms: Sequence[str] | None = None):
+def load_reference(ref: str, arg_specs: "Sequence[str] | ReferenceCall", ctx: Any,
+                   platforms: Sequence[str] | None = None):
     """``module_from_reference`` loaded into ``ctx``: what the CLI calls for a reference INPUT."""
     from stablehlo_layout.ir import mlir
 
     return mlir.load(module_from_reference(ref, arg_specs, platforms), ref, ctx)
 
 
-def read_input_or_reference(input: str, arg_specs: Sequence[str] | None, ctx: Any,
+def read_input_or_reference(input: str, arg_specs: "Sequence[str] | ReferenceCall | None", ctx: Any,
                             platforms: Sequence[str] | None = None):
-    """What the CLI reads: a file (or ``-``) as before, or ``MODULE:FUNCTION`` exported at ``--arg`` shapes.
+    """What the CLI reads: a file (or ``-``) as before, or ``MODULE:FUNCTION`` called as ``arg_specs`` says.
 
-    jax is imported only for a reference.  ``--arg`` with a file input is an error.
+    jax is imported only for a reference.  ``--arg`` (or ``--args-from``) with a file input is an error.
     """
     from stablehlo_layout.ir import mlir
 
+    how = _how(arg_specs)
     if is_reference(input):
-        return load_reference(input, list(arg_specs or ()), ctx, platforms)
-    if arg_specs:
-        raise InputError(input, "--arg is only for MODULE:FUNCTION inputs such as examples.models:mlp")
+        return load_reference(input, how, ctx, platforms)
+    if how != ReferenceCall():
+        given = "--arg" if how.arg_specs else "--args-from" if how.args_from else "--static-argnums/--static-argnames"
+        raise InputError(input, f"{given} is only for MODULE:FUNCTION inputs such as examples.models:mlp")
     return mlir.read_input(input, ctx)
