@@ -397,21 +397,44 @@ class JaxAnalysis:
         return self.verification is not None and self.verification.copies_compared
 
     def _headline(self) -> str:
+        """The first line: what it costs, for which target; the verdict follows on its own line."""
+        from stablehlo_layout.report.explain import fmt_bytes
+
         n = len(self.copies)
         total = sum(c.bytes for c in self.copies if c.bytes is not None)
-        line = (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {total} B "
+        return (f"{self.name}: {n} cop{'y' if n == 1 else 'ies'}, {fmt_bytes(total)} moved per execution "
                 f"(target {self.target}, entry layouts {self.entry_layouts})")
+
+    def _verdict(self) -> str | None:
+        """What verify=True found, in one sentence; None when nothing was compared."""
         if self._gpu_verified:
             assert self.verification is not None
             verdict = "verified" if self.verified else f"{len(self.mismatches)} difference(s) from XLA"
-            line += f"; {verdict}: {self.verification.compared}"
-        elif self.verified is not None:
+            return f"{verdict}: {self.verification.compared}"
+        if self.verified is not None:
             n = len(self.params) + len(self.results)
             agree = n - len([m for m in self.mismatches if not m.startswith("XLA reports")])
-            line += (f"; entry layouts: {agree} of {n} as {self._compiler} compiled them"
-                     if self.verified else f"; {len(self.mismatches)} entry layout(s) differ from {self._compiler}")
-            line += " (copies not compared)"
-        return line
+            return ((f"entry layouts: {agree} of {n} as {self._compiler} compiled them" if self.verified
+                     else f"{len(self.mismatches)} entry layout(s) differ from {self._compiler}")
+                    + " (copies not compared)")
+        return None
+
+    def _summary(self) -> list[str]:
+        """Headline, verdict, copies by reason, mismatches: what a reader needs before any table."""
+        from stablehlo_layout.report.explain import fmt_bytes, rule_text
+
+        out = [self._headline()]
+        verdict = self._verdict()
+        if verdict:
+            out.append(f"  {verdict}")
+        by_reason: dict[str, list[Any]] = {}
+        for c in self.copies:
+            by_reason.setdefault(c.reason, []).append(c)
+        for reason, copies in sorted(by_reason.items(), key=lambda kv: -sum(c.bytes or 0 for c in kv[1])):
+            moved = fmt_bytes(sum(c.bytes or 0 for c in copies))
+            out.append(f"  {len(copies)} x {rule_text(reason)} ({reason}): {moved}")
+        out += [f"  mismatch: {m}" for m in self.mismatches]
+        return out
 
     @property
     def _compiler(self) -> str:
@@ -419,23 +442,38 @@ class JaxAnalysis:
         return text.split(" compiled by ", 1)[1].split(" ", 1)[0] if " compiled by " in text else "XLA"
 
     def __repr__(self) -> str:
-        out = [self._headline(), ""]
+        """Summary first, then the entry layouts and one short block per copy; no line over 100 columns."""
+        out = [*self._summary(), ""]
         out += _text_table(*self._entry_rows())
         if self.copies:
-            out += [""] + _text_table(*self._copy_rows())
+            out.append("")
+            for c in self.copies:
+                out += self._copy_block(c)
         else:
             out += ["", "no copies"]
-        for c in self.compared:
-            out.append(f"compared: {c}")
-        for m in self.mismatches:
-            out.append(f"mismatch: {m}")
-        for w in self.warnings:
-            out.append(w)
-        return "\n".join(out)
+        if self.compared or self.warnings:
+            out.append("")
+        out += [f"compared: {c}" for c in self.compared]
+        out += list(self.warnings)
+        return "\n".join(line for text in out for line in _wrap(text))
+
+    def _copy_block(self, c: Any) -> list[str]:
+        from stablehlo_layout.report.explain import fmt_bytes
+
+        # The reason's words are in the summary above, once per reason: here its key only.
+        size = "unknown size" if c.bytes is None else fmt_bytes(c.bytes)
+        lines = [f"copy #{c.index} {c.shape} {_fmt(c.src)} -> {_fmt(c.dst)}, {size}, reason {c.reason}",
+                 f"  from: {c.producer['value']}{_source_text(c.producer)}"]
+        lines += [f"  to:   {x['use']}{_source_text(x)}" for x in c.consumers]
+        fix = c.fix.description if c.fix is not None else (c.fix_note or "none found")
+        lines.append(f"  fix:  {fix}")
+        return lines
 
     def _repr_html_(self) -> str:
         e = html.escape
-        parts = [f"<div class='stablehlo-layout'><p><b>{e(self._headline())}</b></p>"]
+        first, *rest = self._summary()
+        parts = [f"<div class='stablehlo-layout'><p><b>{e(first)}</b></p>"]
+        parts += [f"<p>{e(line.strip())}</p>" for line in rest]
         for head, rows in (self._entry_rows(), self._copy_rows()):
             if not rows:
                 continue
@@ -447,8 +485,6 @@ class JaxAnalysis:
             parts.append("<p>no copies</p>")
         for c in self.compared:
             parts.append(f"<p>compared: {e(c)}</p>")
-        for m in self.mismatches:
-            parts.append(f"<p>mismatch: {e(m)}</p>")
         parts.append("</div>")
         return "".join(parts)
 
@@ -460,6 +496,20 @@ def _source_text(entry: dict[str, Any]) -> str:
 
 def _fmt(layout: Layout | None) -> str:
     return "-" if layout is None else L.format_layout(layout)
+
+
+# A terminal's width as notebooks and REPLs assume it: repr() cannot ask the terminal.
+_REPR_COLUMNS = 100
+
+
+def _wrap(text: str) -> list[str]:
+    """One line of the repr as lines of at most _REPR_COLUMNS, continued under its own indent + 4."""
+    import textwrap
+
+    if len(text) <= _REPR_COLUMNS:
+        return [text]
+    indent = " " * (len(text) - len(text.lstrip()) + 4)
+    return textwrap.wrap(text, _REPR_COLUMNS, subsequent_indent=indent, break_on_hyphens=False) or [text]
 
 
 def _text_table(head: list[str], rows: list[list[str]]) -> list[str]:

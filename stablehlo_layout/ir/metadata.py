@@ -45,6 +45,14 @@ class Source:
 
     op_name: str
     stack: tuple[Frame, ...] = field(default=())
+    # The HLO instruction's own name, kept for the entry's parameters: the
+    # graph knows them by number, and a dump's reader knows them by this name.
+    name: str = ""
+
+    @property
+    def known(self) -> bool:
+        """Whether the metadata says anything about the user's program (an op name or a line)."""
+        return bool(self.op_name or self.stack)
 
     @property
     def frame(self) -> Frame | None:
@@ -216,6 +224,7 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
     """
     stacks = _Stacks()
     pending: list[tuple[str, str]] = []  # (instruction name, metadata text)
+    parameter_names: dict[str, str] = {}  # the parameter's key and its own name -> its HLO name
     section: str | None = None
     in_entry = False
     for line in hlo_text.split("\n"):
@@ -234,17 +243,18 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
                 stacks.add(section, line)
                 continue
             section = None
-        if "metadata={" not in line:
+        number = _PARAMETER.search(line) if in_entry else None
+        if "metadata={" not in line and number is None:
             continue
         name = instruction_name(line)
         if name is None:
             continue
-        meta = _metadata(line)
+        meta = _metadata(line) if "metadata={" in line else None
         if meta is not None:
             pending.append((name, meta))
-            number = _PARAMETER.search(line) if in_entry else None
-            if number is not None:
-                pending.append((entry_parameter_key(int(number.group(1))), meta))
+        if number is not None:  # named even without metadata: a report names the parameter as the dump does
+            pending.append((entry_parameter_key(int(number.group(1))), meta or ""))
+            parameter_names[entry_parameter_key(int(number.group(1)))] = parameter_names[name] = name
     out: dict[str, Source] = {}
     for name, meta in pending:
         op_name = _field(meta, "op_name") or ""
@@ -257,8 +267,9 @@ def read_sources(hlo_text: str, buffer_name: str | None = None) -> dict[str, Sou
                 stack = (Frame(file, int(line_no) if line_no else 0, int(column) if column else None),)
         if buffer_name is not None:
             stack = tuple(Frame(buffer_name, f.line, f.column, f.function) if f.file == "-" else f for f in stack)
-        if op_name or stack:
-            out[name] = Source(op_name, stack)
+        hlo_name = parameter_names.get(name, "")
+        if op_name or stack or hlo_name:
+            out[name] = Source(op_name, stack, hlo_name)
     return out
 
 

@@ -230,6 +230,7 @@ class ParameterCost:
     pinned: bool
     copies_if_free: int | None  # change in copy count when left unpinned
     bytes_if_free: int | None
+    name: str = ""  # its HLO name where the input is XLA's module (a dump, --as-compiled)
 
 
 @dataclass
@@ -263,7 +264,7 @@ class Explanation:
                 "copies_of_unknown_size": self.unknown_size,
                 "by_reason": [{"reason": r, "why": rule_text(r), "copies": n, "bytes": b}
                               for r, (n, b) in sorted(self.by_reason.items())],
-                "parameters": [{"index": p.index,
+                "parameters": [{"index": p.index, **({"name": p.name} if p.name else {}),
                                 "layout": layout_text(p.layout) if p.layout is not None else None,
                                 "pinned": p.pinned, "copies_delta_if_free": p.copies_if_free,
                                 "bytes_delta_if_free": p.bytes_if_free} for p in self.parameters],
@@ -395,8 +396,10 @@ def _source_key(g: Graph, ins: Any) -> str:
 def _with_source(entry: dict[str, Any], sources: Mapping[str, Source] | None, g: Graph, ins: Any) -> dict[str, Any]:
     if sources:
         src = sources.get(_source_key(g, ins))
-        if src is not None:
+        if src is not None and src.known:
             entry["source"] = src.to_json()
+        if src is not None and src.name and "name" in entry:
+            entry["name"] = src.name  # an entry parameter: the dump's name for it, not the graph's main.argN
     return entry
 
 
@@ -720,12 +723,39 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             chain_joins=joins,
             tiled=tiled_cost(a.target, v, group.edges[0].src, group.dst),
         ))
+    _name_what_in_place_copies_read(reports)
     by_reason: dict[str, tuple[int, int]] = {}
     for r in reports:
         n, b = by_reason.get(r.reason, (0, 0))
         by_reason[r.reason] = (n + 1, b + (r.bytes or 0))
     name = a.target.name if a.target.device is None else f"{a.target.name} {a.target.device}"
-    return Explanation(name, a.entry_mode, reports, _parameter_costs(a, fixer, reports), by_reason)
+    costs = _parameter_costs(a, fixer, reports)
+    if sources:
+        from dataclasses import replace
+
+        # The dump's names for the entry's parameters, which its reader knows them by.
+        costs = [replace(p, name=src.name) if (src := sources.get(entry_parameter_key(p.index))) else p
+                 for p in costs]
+    return Explanation(name, a.entry_mode, reports, costs, by_reason)
+
+
+def _name_what_in_place_copies_read(reports: list[CopyReport]) -> None:
+    """An in-place copy of an operand that also needs a relayout copies that relayout copy's result.
+
+    XLA's layout assignment adds its relayout copy between the value and
+    the call, so the in-place copy reads the relayout's fresh buffer, not the
+    value (aliasing.py): its producer is that copy, named by its report.
+    """
+    relayout_of = {edge: r for r in reports if r.aliased_output is None for edge in r.edges}
+    for r in reports:
+        first = relayout_of.get(r.edges[0]) if r.aliased_output is not None and r.edges else None
+        if first is None:
+            continue
+        r.producer = {"value": f"result of copy #{first.index} (the relayout of {first.producer['value']})",
+                      # XLA makes its relayout copy where the call reads it: at the consumer.
+                      "op": "copy", "location": r.consumers[0]["location"], "result": 0,
+                      "name": f"copy #{first.index}",
+                      "copy": first.index, "copy_of": first.producer}
 
 
 def _parameter_costs(a: Assignment, fixer: _Fixer, reports: list[CopyReport]) -> list[ParameterCost]:
