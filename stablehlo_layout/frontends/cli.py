@@ -91,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
     _common(t)
     t.add_argument("--html", metavar="OUT.html",
                    help="write a self-contained page that replays the propagation pop by pop")
+    t.add_argument("--no-fixes", action="store_true",
+                   help="--html: skip the what-if reruns behind each copy's fix and the parameters' costs")
+    t.add_argument("--max-reruns", type=int, default=16, metavar="N",
+                   help="--html: how many what-if runs of the pass the fixes may cost (default: 16)")
     return p
 
 
@@ -383,11 +387,14 @@ def _trace(args: argparse.Namespace) -> int:
     if args.html:
         from stablehlo_layout.report.html import write_trace_html
 
-        # Explanations power the click-through on each copy; their what-if
-        # reruns are skipped here to keep large modules quick.
-        report = explain(assignment, fixes=False, sources=sources)
+        # Each copy's click-through and the entry parameters' "if left free"
+        # are explain's own: its fixes, found by the same what-if reruns
+        # (--no-fixes skips them, --max-reruns bounds them, as for explain).
+        _phase(args, "explaining the copies" + ("" if args.no_fixes else " and finding their fixes"))
+        report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
+        _phase(args, "writing the page")
         write_trace_html(assignment.graph, assignment, report, args.html,
-                         f"stablehlo-layout trace: {os.path.basename(path)}")
+                         f"stablehlo-layout trace: {os.path.basename(path)}", sources)
         return 0
     _emit(args, render_trace(assignment, sources))
     return 0

@@ -1021,6 +1021,7 @@ TRACE_WORDS: dict[str, str] = {
     "pinned": "pinned",
     "free": "free",
     "node-parameter": "parameter {n}",
+    "node-parameter-named": "parameter {n}: {name}",
     "node-entry-return": "return (entry results)",
     "node-return": "return",
     "box-entry": "@{name} (entry function) \u2014 {ops} ops",

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from stablehlo_layout.ir.metadata import Source, entry_parameter_key
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.constraints import BUFFER, OPERAND, Origin, TraceEvent
 from stablehlo_layout.model.graph import ARRAY, Graph, Value, shape_text
@@ -277,11 +279,18 @@ def _fmt(layout) -> str:
     return L.format_layout(layout)
 
 
-def _node_label(g: Graph, ins, words: dict[str, str]) -> str:
+def _node_label(g: Graph, ins, words: dict[str, str], sources: "Mapping[str, Source] | None" = None) -> str:
+    """The node's name: the op; in XLA's own module (a dump, --as-compiled) its HLO name, as the text says it."""
     if ins.op == "parameter":
-        return words["node-parameter"].format(n=ins.attrs.get("number", -1))
+        n = ins.attrs.get("number", -1)
+        src = sources.get(entry_parameter_key(n)) if sources and g.comps[ins.comp].is_entry else None
+        if src is not None and src.name:
+            return words["node-parameter-named"].format(n=n, name=src.name)
+        return words["node-parameter"].format(n=n)
     if ins.op == "root":
         return words["node-entry-return" if g.comps[ins.comp].is_entry else "node-return"]
+    if sources is not None and ins.loc:
+        return ins.loc.split(" (", 1)[0]  # the instruction's name over its call site
     return ins.op[len("stablehlo."):] if ins.op.startswith("stablehlo.") else ins.op
 
 
@@ -290,8 +299,13 @@ def _box_title(c, ops: int, words: dict[str, str]) -> str:
     return words[key].format(name=c.name, kind=c.kind, ops=ops)
 
 
-def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "") -> dict[str, Any]:
-    """Everything the page needs, as plain JSON-able records (``SCHEMA``)."""
+def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
+               sources: "Mapping[str, Source] | None" = None) -> dict[str, Any]:
+    """Everything the page needs, as plain JSON-able records (``SCHEMA``).
+
+    ``sources`` (as for ``explain``: the input is XLA's module) names each
+    node by its HLO instruction, the name every text on the page uses.
+    """
     from stablehlo_layout.report.explain import TRACE_WORDS as W
     from stablehlo_layout.report.explain import (
         comp_label,
@@ -380,7 +394,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             "instr", op=ops(ins.op), comp=ins.comp, loc=loc, results=ins.results, operands=ins.operands,
             captures=ins.captures, callees=ins.callees, layer=layer, slot=slot,
             expanded=1 if hosted and expand_default and group_size <= EXPAND_LIMIT else 0,
-            label=_node_label(g, ins, W), tip=W["tip"].format(op=ins.op, loc=loc) if loc else ins.op, calls=calls,
+            label=_node_label(g, ins, W, sources), tip=W["tip"].format(op=ins.op, loc=loc) if loc else ins.op, calls=calls,
             regions=W["regions"].format(regions=quantity(len(hosted), "region", "regions"), ops=group_size)
             if hosted else ""))
     values_out = []
@@ -563,7 +577,7 @@ def _asset(name: str) -> str:
 
 
 def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
-                      title: str = "stablehlo-layout trace") -> str:
+                      title: str = "stablehlo-layout trace", sources: Mapping[str, Source] | None = None) -> str:
     """The whole page as one string (deterministic: same input, same bytes).
 
     ``explanation`` is ``explain(assignment)``, whose text each copy shows
@@ -572,16 +586,17 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
     """
     if assignment.trace is None:
         raise ValueError("the assignment carries no trace: run analyze(..., trace=True)")
-    data = build_data(graph, assignment, explanation, title)
+    data = build_data(graph, assignment, explanation, title, sources)
     return (_asset("page.html").replace("%TITLE%", _esc(title))
             .replace("%CSS%", _asset("page.css"))
             .replace("%JS%", _asset("page.js"))
             .replace("%DATA%", _script_json(data)))
 
 
-def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str) -> None:
+def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
+                     sources: Mapping[str, Source] | None = None) -> None:
     """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
     from stablehlo_layout.report.output import write_output
 
-    text = render_trace_html(graph, assignment, explanation, title)
+    text = render_trace_html(graph, assignment, explanation, title, sources)
     write_output(path, text.encode("utf-8"))

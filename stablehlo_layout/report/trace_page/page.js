@@ -267,6 +267,36 @@ function draw() {
   }
   // edges
   let ne = 0; const labels = [];
+  // Copy labels are placed where they cover no other copy label and no node
+  // in view: a model's copies bunch at the few ops (convolutions, dots) that
+  // force layouts, and labels at their edges' midpoints would hide each other.
+  const taken = [];
+  for (const i of visList) {
+    const x = posX[i], y = posY[i], w = posW[i], h = posH[i];
+    if (x > x1 || y > y1 || x + w < x0 || y + h < y0) continue;
+    if (expanded[i] && isGroup(i)) continue;
+    taken.push([x, y, x + w, y + h]);
+  }
+  const nodeBoxes = taken.length;
+  const overlaps = (r, from) => {
+    for (let j = from; j < taken.length; j++) {
+      const t = taken[j];
+      if (r[0] < t[2] && t[0] < r[2] && r[1] < t[3] && t[1] < r[3]) return true;
+    }
+    return false;
+  };
+  const placeLabel = (lx, my, w) => {
+    let fallback = null;  // the nearest spot that covers a node but no other label
+    for (let k = 0; k < 24; k++) {  // 0, -22, +22, -44, +44, ... px from the edge's middle
+      const y = my + (k % 2 ? 1 : -1) * Math.ceil(k / 2) * 22;
+      const r = [lx, y - 10, lx + w, y + 10];
+      if (!overlaps(r, 0)) { taken.push(r); return y; }
+      if (fallback === null && !overlaps(r, nodeBoxes)) fallback = y;
+    }
+    const y = fallback === null ? my : fallback;
+    taken.push([lx, y - 10, lx + w, y + 10]);
+    return y;
+  };
   for (const e of edges) {
     const ex0 = Math.min(e[0], e[2]), ex1 = Math.max(e[0], e[2]), ey0 = Math.min(e[1], e[3]), ey1 = Math.max(e[1], e[3]);
     if (ex0 > x1 || ey0 > y1 || ex1 < x0 || ey1 < y0) continue;
@@ -288,10 +318,11 @@ function draw() {
       const text = c[XC.label];
       const w = 7 * text.length + 12;
       const lx = mx + 8;  // beside the edge, never left of the picture
-      labels.push('<g class="copy' + (selCopy === k ? " sel" : "") + '" data-copy="' + k + '" role="button" tabindex="0" aria-label="' + esc("explain " + text) + '"><rect x="' + lx + '" y="' + (my - 10) + '" width="' + w + '" height="20" rx="4"/><text x="' + (lx + 6) + '" y="' + (my + 4) + '">' + esc(text) + "</text></g>");
+      const ly = placeLabel(lx, my, w);
+      if (ly !== my) labels.push('<path class="lead" d="M' + mx + " " + my + "L" + lx + " " + ly + '"/>');
+      labels.push('<g class="copy' + (selCopy === k ? " sel" : "") + '" data-copy="' + k + '" role="button" tabindex="0" aria-label="' + esc("explain " + text) + '"><rect x="' + lx + '" y="' + (ly - 10) + '" width="' + w + '" height="20" rx="4"/><text x="' + (lx + 6) + '" y="' + (ly + 4) + '">' + esc(text) + "</text></g>");
     }
   }
-  parts.push(...labels);
   // nodes
   for (const i of visList) {
     const x = posX[i], y = posY[i], w = posW[i], h = posH[i];
@@ -300,6 +331,7 @@ function draw() {
     if (many) { parts.push('<rect class="ov" x="' + x + '" y="' + y + '" width="' + w + '" height="' + h + '"/>'); continue; }
     parts.push(nodeSvg(i, hot.get(i), changedVals));
   }
+  parts.push(...labels);  // above the nodes: a label that had to cover one stays readable
   world.setAttribute("transform", "translate(" + (-sl) + "," + (-st) + ") scale(" + scale + ")");
   world.innerHTML = parts.join("");
 }
