@@ -316,13 +316,17 @@ def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any,
 
 
 def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str = "default",
-                   gpu_config: str | None = None, gpu_label: str = "", tpu: str | None = None) -> Compiled:
+                   gpu_config: str | None = None, gpu_label: str = "", tpu: str | None = None,
+                   quiet: bool = True) -> Compiled:
     """Run XLA's pipeline for ``target`` on ``module`` up to layout assignment.
 
     ``path`` names the input in errors.  ``gpu_config`` is the
     ``GpuTargetConfigProto`` text of the GPU to compile for (``xla-gpu``),
     ``tpu`` the generation (``xla-tpu``; v5e when omitted).
     Raises ``InputError`` with XLA's own message when XLA refuses the module.
+    ``quiet`` parks file descriptor 2 for the compile (``quietly``); a caller
+    that compiles from several threads at once parks it once around them all
+    instead, as the descriptor is the process's.
     """
     check_target(target)
     from jax._src.lib import xla_client as xc
@@ -364,7 +368,10 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
         return client.compile(program, executable_devices=devices, compile_options=options)
 
-    dumps = quietly(lambda: xla_dumps.run_to_layout_assignment(compile))
+    def run() -> xla_dumps.Dumps:
+        return xla_dumps.run_to_layout_assignment(compile)
+
+    dumps = quietly(run) if quiet else run()
     if dumps.before is None:
         what = _xla_message(dumps.failure) if dumps.failure is not None else \
             "it dumped no module before layout assignment"
