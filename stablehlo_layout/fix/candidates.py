@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout.fix import conv_order, entry
-from stablehlo_layout.fix.inline import inline_calls
+from stablehlo_layout.ir import conv_order, entry_modes
+from stablehlo_layout.ir.inline import inline_calls
 from stablehlo_layout.model import layout as L
+from stablehlo_layout.xla import entry_copies
 
 # Entry values tried one by one up to this many; past it, together (each try is one XLA compile).
 ONE_BY_ONE = 8
@@ -70,9 +71,9 @@ def _mode(layout: L.Layout) -> str:
 def entry_change(params: dict[int, str], results: dict[int, str]) -> Callable[[ir.Module], bool]:
     """Stating these ``mhlo.layout_mode``s, as a change to apply."""
     def apply(module: ir.Module) -> bool:
-        before = entry.entry_modes(module)
-        entry.set_modes(module, params, results)
-        return entry.entry_modes(module) != before
+        before = entry_modes.entry_modes(module)
+        entry_modes.set_modes(module, params, results)
+        return entry_modes.entry_modes(module) != before
     return apply
 
 
@@ -97,8 +98,8 @@ def _describe(params: dict[int, str], results: dict[int, str], modes: tuple[list
 
 def entry_candidates(program: ir.Module, after: str, path: str) -> list[Candidate]:
     """Entry layouts to free or pin, from XLA's copies at the entry of ``after``."""
-    wishes = entry.entry_wishes(after)
-    modes = entry.entry_modes(program)
+    wishes = entry_copies.entry_wishes(after)
+    modes = entry_modes.entry_modes(program)
     changes: list[tuple[dict[int, str], dict[int, str]]] = []
     for side, table, now in ((0, wishes.params, modes[0]), (1, wishes.results, modes[1])):
         for i, layouts in sorted(table.items()):
@@ -113,7 +114,7 @@ def entry_candidates(program: ir.Module, after: str, path: str) -> list[Candidat
         pinned = ({i: m for c in changes for i, m in c[0].items() if m != "auto"},
                   {i: m for c in changes for i, m in c[1].items() if m != "auto"})
         changes = [c for c in (freed, pinned) if c[0] or c[1]]
-    names = entry.entry_names(program)
+    names = entry_modes.entry_names(program)
     return [Candidate("entry-layout", _describe(p, r, modes, names), _entry_where(program, p, r, path, names),
                       entry_change(p, r), (p, r)) for p, r in changes]
 
@@ -123,7 +124,7 @@ def _entry_where(program: ir.Module, params: dict[int, str], results: dict[int, 
     said = [_named("parameter", i, names[0]) for i in sorted(params)] + \
         [_named("result", i, names[1]) for i in sorted(results)]
     if params:
-        return where_of(entry.parameter_location(program, min(params)), path, ", ".join(said))
+        return where_of(entry_modes.parameter_location(program, min(params)), path, ", ".join(said))
     return Where(path, None, ", ".join(said))
 
 
@@ -137,13 +138,13 @@ def follow_up(candidate: Candidate, program: ir.Module, after: str, path: str) -
     if candidate.kind != "entry-layout" or candidate.entry is None:
         return None
     params, results = candidate.entry
-    modes = entry.entry_modes(program)
-    extra = {k: _mode(layouts[0]) for k, layouts in entry.entry_wishes(after).results.items()
+    modes = entry_modes.entry_modes(program)
+    extra = {k: _mode(layouts[0]) for k, layouts in entry_copies.entry_wishes(after).results.items()
              if k not in results and k < len(modes[1]) and modes[1][k] != "auto"}
     if not extra:
         return None
     both = {**results, **extra}
-    return Candidate("entry-layout", _describe(params, both, modes, entry.entry_names(program)), candidate.where,
+    return Candidate("entry-layout", _describe(params, both, modes, entry_modes.entry_names(program)), candidate.where,
                      entry_change(params, both), (params, both))
 
 

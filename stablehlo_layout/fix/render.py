@@ -32,6 +32,9 @@ def render_fix(r: FixResult, path: str, written: str | None) -> str:
            f"{_delta(a.copies - b.copies, a.bytes - b.bytes)}, counted in {r.target}'s own layout assignment"]
     if not b.copies:
         out.append("nothing to fix: XLA makes no copy in this program")
+    if a.moving_no_data:
+        out.append(f"{a.moving_no_data} of the {a.copies} move no data (their layouts differ only where size-1 "
+                   "dims sit; XLA makes them bitcasts): free, and no fix is needed for them")
     fixes = r.fixes
     if fixes:
         out.append("")
