@@ -200,12 +200,22 @@ def _producer(value: ir.Value) -> ir.Operation | None:
     return op if isinstance(op, ir.Operation) else None
 
 
-def _order_free(value: ir.Value, perm: list[int]) -> ir.Value | None:
+def _order_free(value: ir.Value, perm: list[int], depth: int = 3) -> ir.Value | None:
     """``value`` as it reads before a transpose by ``perm``, when that costs nothing: a splat
-    constant or a broadcast (of a scalar, or of a vector along dims that stay in order), made anew."""
+    constant, a broadcast (of a scalar, or of a vector along dims that stay in order), or an
+    elementwise op of such values (a gradient scaled by a constant), made anew."""
     op = _producer(value)
     if op is None:
         return None
+    if op.name in _ELEMENTWISE and depth > 0 and len(op.results) == 1 and \
+            all(_static(v) and len(_shape(v)) == len(perm) for v in op.operands):
+        sources = [_order_free(v, perm, depth - 1) for v in op.operands]
+        if any(v is None for v in sources):
+            return None
+        with op.location:
+            made = ir.Operation.create(op.name, results=[_permuted_type(value, _inverse(perm))], operands=sources,
+                                       attributes=_attributes(op))
+        return made.results[0]
     inverse = _inverse(perm)
     if op.name == "stablehlo.constant":
         attr = ir.DenseElementsAttr(op.attributes["value"])
@@ -219,11 +229,16 @@ def _order_free(value: ir.Value, perm: list[int]) -> ir.Value | None:
     if op.name == "stablehlo.broadcast_in_dim":
         dims = list(ir.DenseI64ArrayAttr(op.attributes["broadcast_dimensions"]))
         new_dims = [perm[d] for d in dims]
-        if new_dims != sorted(new_dims):
-            return None
+        source = op.operands[0]
         with op.location:
+            if new_dims != sorted(new_dims):
+                # The broadcast reads its operand's dims in another order: the operand (smaller
+                # than the result, often only size-1 dims apart) is transposed instead.
+                order = sorted(range(len(new_dims)), key=lambda k: new_dims[k])
+                source = _transpose(source, order, op.location)
+                new_dims = sorted(new_dims)
             made = ir.Operation.create("stablehlo.broadcast_in_dim", results=[_permuted_type(value, inverse)],
-                                       operands=[op.operands[0]],
+                                       operands=[source],
                                        attributes={"broadcast_dimensions": ir.DenseI64ArrayAttr.get(new_dims)})
         return made.results[0]
     return None
@@ -315,14 +330,78 @@ def _sink_reduce(op: ir.Operation) -> bool:
     return True
 
 
+# Ops whose attributes say something per dimension of the operand, in its order:
+# the attributes, and how many leading operands are arrays in that order.
+_WINDOW = ("window_dimensions", "window_strides", "base_dilations", "window_dilations")
+_PER_DIMENSION = {
+    "stablehlo.reduce_window": _WINDOW,
+    "stablehlo.select_and_scatter": _WINDOW,
+    "stablehlo.pad": ("edge_padding_low", "edge_padding_high", "interior_padding"),
+    "stablehlo.slice": ("start_indices", "limit_indices", "strides"),
+}
+
+
+def _window_attributes(op: ir.Operation, perm: list[int]) -> dict[str, ir.Attribute]:
+    """``op``'s attributes for the same window over the operand before a transpose by ``perm``."""
+    import numpy as np
+
+    attributes = _attributes(op)
+    inverse = _inverse(perm)
+    n = len(perm)
+    for name in _PER_DIMENSION[op.name]:
+        if name in attributes:
+            old = list(ir.DenseI64ArrayAttr(attributes[name]))
+            attributes[name] = ir.DenseI64ArrayAttr.get([old[inverse[i]] for i in range(n)])
+    if "padding" in attributes:
+        flat = [int(x) for x in np.asarray(ir.DenseIntElementsAttr(attributes["padding"])).reshape(-1)]
+        pairs = [flat[2 * j:2 * j + 2] for j in range(n)]
+        attributes["padding"] = ir.DenseIntElementsAttr.get(np.asarray([pairs[inverse[i]] for i in range(n)],
+                                                                       dtype=np.int64))
+    return attributes
+
+
+def _sink_windowed(op: ir.Operation) -> bool:
+    """An op with per-dimension attributes (a window, padding, a slice) of transposed operands:
+    the same op in the operands' own order, the results transposed after."""
+    arrays = {"stablehlo.reduce_window": len(op.results), "stablehlo.select_and_scatter": 2}.get(op.name, 1)
+    windowed, scalars = list(op.operands[:arrays]), list(op.operands[arrays:])
+    first = _transpose_of(windowed[0])
+    if first is None or not all(_static(v) for v in [*windowed, *op.results]):
+        return False
+    perm = first[1]
+    with ir.InsertionPoint(op), op.location:
+        sources: list[ir.Value] = []
+        for v in windowed:
+            t = _transpose_of(v)
+            if t is not None and t[1] == perm:
+                sources.append(t[0])
+                continue
+            free = _order_free(v, perm)
+            if free is None:
+                return False
+            sources.append(free)
+        new = ir.Operation.create(op.name, results=[_permuted_type(r, _inverse(perm)) for r in op.results],
+                                  operands=[*sources, *scalars], attributes=_window_attributes(op, perm),
+                                  regions=len(op.regions), loc=op.location)
+        for old_region, new_region in zip(op.regions, new.regions):
+            for block in list(old_region.blocks):
+                block.append_to(new_region)
+        outs = [_transpose(r, perm, op.location) for r in new.results]
+    for old, replacement in zip(op.results, outs):
+        old.replace_all_uses_with(replacement)
+    op.erase()
+    return True
+
+
 def _erase_dead(module: ir.Module) -> None:
     """Transposes, constants and broadcasts nothing reads any more (left by the moves above)."""
     changed = True
     while changed:
         changed = False
         for op in _ops(module):
-            if op.name in ("stablehlo.transpose", "stablehlo.constant", "stablehlo.broadcast_in_dim",
-                           "stablehlo.convolution") and all(not list(r.uses) for r in op.results):
+            if (op.name in _ELEMENTWISE or op.name in ("stablehlo.transpose", "stablehlo.constant",
+                                                        "stablehlo.broadcast_in_dim", "stablehlo.convolution")) \
+                    and all(not list(r.uses) for r in op.results):
                 op.erase()
                 changed = True
 
@@ -347,6 +426,8 @@ def sink_transposes(module: ir.Module, rounds: int = 64) -> int:
                 moved += _sink_elementwise(op)
             elif name == "stablehlo.reduce":
                 moved += _sink_reduce(op)
+            elif name in _PER_DIMENSION:
+                moved += _sink_windowed(op)
         _erase_dead(module)
         done += moved
         if not moved:
