@@ -163,7 +163,8 @@ def _conv_candidates(program: ir.Module, path: str) -> list[Candidate]:
         if not others:
             continue
         first = where_of(others[0].location, path, "stablehlo.convolution")
-        lines = sorted({w.text() for w in (where_of(s.location, path, "") for s in others)})
+        places = sorted({(w.file, w.line or 0) for w in (where_of(s.location, path, "") for s in others)})
+        lines = [f"{file}:{line}" if line else file for file, line in places]
         shown = ", ".join(lines[:4]) + (f" and {len(lines) - 4} more" if len(lines) > 4 else "")
 
         def apply(module: ir.Module, order: str = order) -> bool:
