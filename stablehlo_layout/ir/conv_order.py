@@ -209,8 +209,9 @@ def _order_free(value: ir.Value, perm: list[int], depth: int = 3) -> ir.Value | 
         return None
     if op.name in _ELEMENTWISE and depth > 0 and len(op.results) == 1 and \
             all(_static(v) and len(_shape(v)) == len(perm) for v in op.operands):
-        sources = [_order_free(v, perm, depth - 1) for v in op.operands]
-        if any(v is None for v in sources):
+        found = [_order_free(v, perm, depth - 1) for v in op.operands]
+        sources = [v for v in found if v is not None]
+        if len(sources) != len(found):
             return None
         with op.location:
             made = ir.Operation.create(op.name, results=[_permuted_type(value, _inverse(perm))], operands=sources,
@@ -355,8 +356,9 @@ def _window_attributes(op: ir.Operation, perm: list[int]) -> dict[str, ir.Attrib
     if "padding" in attributes:
         flat = [int(x) for x in np.asarray(ir.DenseIntElementsAttr(attributes["padding"])).reshape(-1)]
         pairs = [flat[2 * j:2 * j + 2] for j in range(n)]
-        attributes["padding"] = ir.DenseIntElementsAttr.get(np.asarray([pairs[inverse[i]] for i in range(n)],
-                                                                       dtype=np.int64))
+        padding = np.asarray([pairs[inverse[i]] for i in range(n)], dtype=np.int64)
+        # A numpy array is a buffer; jaxlib's stub names collections.abc.Buffer, which 3.11 lacks.
+        attributes["padding"] = ir.DenseIntElementsAttr.get(padding)  # type: ignore[call-overload]
     return attributes
 
 
