@@ -4,6 +4,7 @@
                              [--as-compiled] [--mlir-print-debuginfo] [-o OUT] INPUT
     stablehlo-layout explain [same options] [--json] [--no-fixes] INPUT
     stablehlo-layout trace   [same options] INPUT
+    stablehlo-layout fix     [--target T] [--gpu|--tpu] [--json] [--jobs N] [-o FIXED] INPUT
 
 Bad input ends with one ``file:line:col: error: reason`` line on stderr and
 exit code 1; the input file is never written (``-o`` naming it is refused),
@@ -87,6 +88,12 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--no-fixes", action="store_true", help="skip the what-if reruns that find fixes")
     e.add_argument("--max-reruns", type=int, default=16, metavar="N",
                    help="how many what-if runs of the pass the fixes may cost (default: 16)")
+    f = sub.add_parser("fix", help="find the changes that remove XLA's copies, confirm each by compiling with XLA, "
+                                   "write the fixed program (-o)")
+    _common(f)
+    f.add_argument("--json", action="store_true", help="machine-readable report (schema stablehlo-layout.fix/1)")
+    f.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="XLA compiles run at once while verifying (default: one per core)")
     t = sub.add_parser("trace", help="print every worklist pop in order")
     _common(t)
     t.add_argument("--html", metavar="OUT.html",
@@ -379,6 +386,73 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fix_target(args: argparse.Namespace) -> None:
+    """``fix`` compiles with XLA: a target that names XLA, XLA:CPU unless told; a raw program, not a dump."""
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.xla import pipeline as xla_compile
+
+    if args.as_compiled or args.mlir_print_debuginfo:
+        raise OptionError("fix takes neither --as-compiled nor --mlir-print-debuginfo: it always compiles "
+                          "with XLA, and writes the fixed program with its locations")
+    if args.input != "-" and not args.arg and os.path.isfile(args.input):
+        try:
+            with open(args.input, "rb") as f:
+                head = f.read(1 << 16)
+        except OSError:
+            head = b""
+        if mlir.detect_kind(head) == mlir.HLO_TEXT:
+            raise InputError(args.input, "is an XLA dump: fix changes the program XLA compiles, so give the "
+                                         "StableHLO module, the jax.export artifact or MODULE:FUNCTION --arg that "
+                                         "made it")
+    if args.target is None:
+        args.target = "xla-cpu"
+        _say(args, "note: fix compiles with XLA:CPU (give --target xla-gpu --gpu NAME or --target xla-tpu "
+                   "--tpu GEN for another XLA)")
+    xla_compile.check_target(args.target)
+    xla_compile.prepare_environment(args.target)
+
+
+def _fix(args: argparse.Namespace) -> int:
+    import json
+
+    from stablehlo_layout.fix.render import render_fix
+    from stablehlo_layout.fix.search import fix_module
+    from stablehlo_layout.ir import mlir
+    from stablehlo_layout.report.output import write_output
+    from stablehlo_layout.targets import get_target
+
+    target, warning = get_target(args.target, args.gpu, args.tpu)
+    if warning:
+        _say(args, warning)
+    ctx = mlir.make_context()
+    backend = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(args.target)
+    _phase(args, "reading")
+    module = _read(args, ctx, backend)
+    path = "<stdin>" if args.input == "-" else args.input
+    _phase(args, "finding the changes and confirming each by compiling with XLA")
+    result = fix_module(module, path, target, args.entry_layouts, jobs=args.jobs)
+    _progress(args).clear()  # the report goes to stdout, maybe the same terminal
+    written = None
+    if args.output != "-":
+        write_output(args.output, result.fixed_text.encode())
+        written = args.output
+    if args.json:
+        data = result.to_json()
+        data["input"] = path
+        data["output"] = written
+        _emit_report(json.dumps(data, indent=2) + "\n")
+    else:
+        _emit_report(render_fix(result, path, written))
+    return 0
+
+
+def _emit_report(text: str) -> None:
+    """fix's report: always on stdout (``-o`` names the fixed program)."""
+    from stablehlo_layout.report.output import write_output
+
+    write_output("-", text.encode())
+
+
 def _trace(args: argparse.Namespace) -> int:
     from stablehlo_layout.report.explain import explain, render_trace
 
@@ -595,8 +669,12 @@ def _choose_target(args: argparse.Namespace) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
+        if args.command == "fix":
+            _fix_target(args)
         _choose_target(args)
         _refuse_output_onto_input(args)
+        if args.command == "fix":
+            return _fix(args)
         if getattr(args, "as_compiled", False):
             from stablehlo_layout.xla import pipeline as xla_compile
 

@@ -210,7 +210,11 @@ def _array_layout(m: re.Match[str]) -> Layout | None:
 
 def added_copies(before_text: str, after_text: str) -> list[XlaCopy]:
     """The copies in ``after_text`` that ``before_text`` does not have, with both layouts."""
-    before_names = {m.group(1) for m in map(_INSTR.match, before_text.splitlines()) if m}
+    return copies_in(after_text, {m.group(1) for m in map(_INSTR.match, before_text.splitlines()) if m})
+
+
+def copies_in(after_text: str, before_names: set[str] | frozenset[str] = frozenset()) -> list[XlaCopy]:
+    """Every ``copy`` instruction of an HLO module's text not named in ``before_names``, with both layouts."""
     shapes: dict[str, tuple[str, Layout | None]] = {}
     copies: list[tuple[str, str, str]] = []
     for line in after_text.splitlines():

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from stablehlo_layout.ir.entry_modes import entry_function
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.errors import InputError
 from stablehlo_layout.xla import dumps as xla_dumps
@@ -75,16 +76,6 @@ class Compiled:
 # Entry layouts as the compile must see them
 
 
-def _entry_function(module: ir.Module) -> ir.Operation:
-    from jaxlib.mlir import ir
-
-    from stablehlo_layout.ir.importer import _entry_name
-
-    funcs = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
-    name = _entry_name(funcs)
-    return next(f for f in funcs if ir.StringAttr(f.attributes["sym_name"]).value == name)
-
-
 def _mode_text(mode: Any, rank: int, entry_layouts: str) -> str | None:
     """The ``mhlo.layout_mode`` string XLA's client should see for one entry leaf."""
     if mode == "auto":
@@ -106,7 +97,7 @@ def with_entry_layout_modes(module: ir.Module, entry_layouts: str) -> ir.Module:
     graph, _ = import_module(module.operation.clone())
     clone = ir.Module.parse(module.operation.get_asm(binary=True, enable_debug_info=True),  # type: ignore[call-overload]
                             module.context)  # jaxlib types get_asm as object
-    f = _entry_function(clone)
+    f = entry_function(clone)
     comp = graph.comps[graph.entry]  # type: ignore[index]
     params = [graph.values[graph.instrs[p].results[0]] for p in comp.params]
     results = [graph.values[v] for v in graph.instrs[comp.root].operands]
@@ -156,7 +147,7 @@ def _check_single_platform(module: ir.Module, path: str) -> None:
     """
     from jaxlib.mlir import ir
 
-    f = _entry_function(module)
+    f = entry_function(module)
     if "arg_attrs" not in f.attributes:
         return
     for d in ir.ArrayAttr(f.attributes["arg_attrs"]):
@@ -316,13 +307,17 @@ def _gpu_client(path: str, gpu_config: str | None, gpu_label: str) -> tuple[Any,
 
 
 def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str = "default",
-                   gpu_config: str | None = None, gpu_label: str = "", tpu: str | None = None) -> Compiled:
+                   gpu_config: str | None = None, gpu_label: str = "", tpu: str | None = None,
+                   quiet: bool = True) -> Compiled:
     """Run XLA's pipeline for ``target`` on ``module`` up to layout assignment.
 
     ``path`` names the input in errors.  ``gpu_config`` is the
     ``GpuTargetConfigProto`` text of the GPU to compile for (``xla-gpu``),
     ``tpu`` the generation (``xla-tpu``; v5e when omitted).
     Raises ``InputError`` with XLA's own message when XLA refuses the module.
+    ``quiet`` parks file descriptor 2 for the compile (``quietly``); a caller
+    that compiles from several threads at once parks it once around them all
+    instead, as the descriptor is the process's.
     """
     check_target(target)
     from jax._src.lib import xla_client as xc
@@ -348,7 +343,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     _check_ops_known(module, path)
     _check_single_platform(module, path)
     program = with_entry_layout_modes(module, entry_layouts)
-    f = _entry_function(program)
+    f = entry_function(program)
     ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
 
     def compile(flags: dict[str, Any]) -> Any:
@@ -364,7 +359,10 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
         return client.compile(program, executable_devices=devices, compile_options=options)
 
-    dumps = quietly(lambda: xla_dumps.run_to_layout_assignment(compile))
+    def run() -> xla_dumps.Dumps:
+        return xla_dumps.run_to_layout_assignment(compile)
+
+    dumps = quietly(run) if quiet else run()
     if dumps.before is None:
         what = _xla_message(dumps.failure) if dumps.failure is not None else \
             "it dumped no module before layout assignment"

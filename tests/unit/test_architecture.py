@@ -18,7 +18,7 @@ from tests.support import ROOT
 
 PACKAGE = "stablehlo_layout"
 # Top first; ``python -m stablehlo_layout`` (__main__) runs the command, above every stage.
-STAGES = ("__main__", "passes", "frontends", "report", "xla", "ir", "engine", "targets", "model")
+STAGES = ("__main__", "passes", "frontends", "fix", "report", "xla", "ir", "engine", "targets", "model")
 CORE = f"{PACKAGE}._core"
 CORE_SEAMS = {f"{PACKAGE}.engine.core", f"{PACKAGE}.ir.capi"}
 

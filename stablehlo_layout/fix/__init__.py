@@ -1,0 +1,1 @@
+"""``fix``: changes to a program that remove XLA's copies, each confirmed by compiling with XLA."""
