@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
@@ -110,8 +110,15 @@ def _verify(work: list[tuple[Candidate, str]], compile_text: Callable[[str], Mea
             return Tried(c, None, f"{label} refused it: {e}")
 
     workers = max(1, min(len(work), jobs or os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        done: list[Tried] = quietly(lambda: list(pool.map(verify, work)))
+
+    def run_all() -> list[Tried]:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(verify, item) for item in work]
+            for k, _ in enumerate(as_completed(futures), 1):
+                say(f"verified {k} of {len(work)} candidate change(s) with {label}")
+            return [f.result() for f in futures]
+
+    done: list[Tried] = quietly(run_all)
     return done
 
 

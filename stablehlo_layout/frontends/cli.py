@@ -430,7 +430,8 @@ def _fix(args: argparse.Namespace) -> int:
     module = _read(args, ctx, backend)
     path = "<stdin>" if args.input == "-" else args.input
     _phase(args, "finding the changes and confirming each by compiling with XLA")
-    result = fix_module(module, path, target, args.entry_layouts, jobs=args.jobs)
+    result = fix_module(module, path, target, args.entry_layouts, jobs=args.jobs,
+                        step=lambda what: _phase(args, what))
     _progress(args).clear()  # the report goes to stdout, maybe the same terminal
     written = None
     if args.output != "-":

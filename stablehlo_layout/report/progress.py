@@ -56,11 +56,20 @@ class Progress:
     _drawn: bool = field(default=False, init=False, repr=False)
     _last_draw: float = field(default=0.0, init=False, repr=False)
     _what: str = field(default="", init=False, repr=False)
+    # The terminal's own descriptor, held apart from fd 2: work that parks fd 2
+    # (XLA's C++ logs, ``xla.pipeline.quietly``) leaves the line visible.
+    _fd: int = field(default=-1, init=False, repr=False)
 
     def __enter__(self) -> "Progress":
         if self.stream is None:
             self.stream = sys.stderr
         self._active = _is_terminal(self.stream)
+        if self._active:
+            try:
+                self.stream.flush()
+                self._fd = os.dup(self.stream.fileno())
+            except (AttributeError, ValueError, OSError):
+                self._fd = -1
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -69,6 +78,9 @@ class Progress:
             if self._active and self._drawn:
                 self._write(_ERASE)
             self._active = False
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
 
     @property
     def shown(self) -> bool:
@@ -126,21 +138,25 @@ class Progress:
         text = " ".join(f"{self.label} {count} {what}".split())
         # A line longer than the terminal wraps, and the carriage return then
         # rewrites only its last row: keep it one row (one column spare for the cursor).
-        width = _columns(self.stream) - 1
+        width = _columns(self._fd if self._fd >= 0 else self.stream) - 1
         return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
 
     def _write(self, text: str) -> None:
         assert self.stream is not None
         try:
+            if self._fd >= 0:
+                os.write(self._fd, text.encode("utf-8", "replace"))
+                return
             self.stream.write(text)
             self.stream.flush()
         except (OSError, ValueError):  # the terminal went away: progress is never worth failing for
             self._active = False
 
 
-def _columns(stream: TextIO | None) -> int:
+def _columns(stream: TextIO | int | None) -> int:
     try:
-        columns = os.get_terminal_size(stream.fileno()).columns if stream is not None else 0
+        fd = stream if isinstance(stream, int) else stream.fileno() if stream is not None else -1
+        columns = os.get_terminal_size(fd).columns if fd >= 0 else 0
     except (AttributeError, ValueError, OSError):
         columns = 0
     # A pseudo-terminal nobody sized reports 0 columns: fall back to $COLUMNS, else 80.

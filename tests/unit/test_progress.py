@@ -215,3 +215,14 @@ def test_an_error_on_a_terminal_is_one_clean_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     lines = [line.split(ERASE)[-1] for line in stderr.split("\n") if line.split(ERASE)[-1]]
     assert len(lines) == 1 and lines[0].startswith(f"{bad}:") and "error:" in lines[0], repr(stderr)
+
+
+def test_fix_shows_its_verification_on_a_terminal_while_xla_compiles(tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    done, stderr = _run_on_terminal("fix", "examples/pinned_transpose.mlir", cwd=root)
+    assert done.returncode == 0, stderr
+    drawn = _lines_drawn(stderr)
+    # The line stays visible while XLA compiles with fd 2 parked: it writes to the terminal's own descriptor.
+    assert any(re.search(r"verified \d+ of \d+ candidate change\(s\) with XLA:CPU", d) for d in drawn), drawn
+    assert "XLA's copies: 1 (256 B) as given, 0 (0 B) fixed" in done.stdout
+    assert "\x1b" not in done.stdout and stderr.endswith(ERASE)
