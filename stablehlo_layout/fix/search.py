@@ -51,10 +51,16 @@ class FixResult:
     after: Measured
     fixed_text: str  # the written program
     tried: list[Tried] = field(default_factory=list)
+    path: str = ""  # the input, as reports name it
 
     @property
     def fixes(self) -> list[Tried]:
         return [t for t in self.tried if t.kept]
+
+    def __str__(self) -> str:
+        from stablehlo_layout.fix.render import render_fix
+
+        return render_fix(self, self.path, None)
 
     def to_json(self) -> dict[str, object]:
         def entry(t: Tried) -> dict[str, object]:
@@ -190,4 +196,4 @@ def fix_module(module: ir.Module, path: str, target: Target, entry_layouts: str 
         t.kept = True
     say("compiling the fixed program as written")
     after = quiet_compile(best_text) if chosen else base
-    return FixResult(label, base, after, best_text, tried)
+    return FixResult(label, base, after, best_text, tried, path)

@@ -312,6 +312,23 @@ class JaxAnalysis:
     compared: list[str] = field(default_factory=list)
     context: Any = None  # the MLIR context the module lives in (kept alive with it)
     verification: Verification | None = None  # what verify=True compared (None: not checked)
+    target_object: Any = None  # the Target the pass ran with: ``fixes`` compiles for it
+    _fixes: Any = field(default=None, repr=False)
+
+    @property
+    def fixes(self) -> Any:
+        """What ``stablehlo-layout fix`` finds for this function: the changes the target's XLA
+        confirms remove its copies (``.fixes``, each with its source line and XLA's numbers),
+        XLA's copies ``.before`` and ``.after``, the fixed program ``.fixed_text``;
+        ``print()`` it for the report.  Compiled on first read (one XLA compile per candidate)."""
+        if self._fixes is None:
+            from stablehlo_layout.fix.search import fix_module
+            from stablehlo_layout.ir import mlir
+
+            path = f"<jax.export of {self.name}>"
+            module = mlir.load(bytes(self.exported.mlir_module_serialized), path, mlir.make_context())
+            self._fixes = fix_module(module, path, self.target_object, self.entry_layouts)
+        return self._fixes
 
     # -- the numbers -------------------------------------------------------
 
@@ -669,7 +686,7 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         warnings.append(f"note: @main has {len(a.entry_params)} parameters and {len(a.entry_results)} results "
                         f"for {len(flat_in)} flat arguments and {len(flat_out)} flat outputs")
     out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
-                      entry_layouts, warnings, context=ctx)
+                      entry_layouts, warnings, context=ctx, target_object=tgt)
     on_gpu, device = _gpu_of(target, gpu)
     if verify and backend == "xla-tpu":
         assert compiled is not None

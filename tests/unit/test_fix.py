@@ -253,3 +253,16 @@ def test_the_same_command_verifies_with_xla_tpu():
     assert r.after.bytes <= r.before.bytes
     for t in r.fixes:
         assert t.measured is not None and t.measured.bytes < r.before.bytes
+
+
+def test_analyze_says_the_fix_at_the_users_source_line():
+    from stablehlo_layout.frontends.jax import analyze
+
+    a = analyze(_cnn_step, *CNN_ARGS)
+    r = a.fixes
+    assert r is a.fixes  # compiled once
+    [conv] = [t for t in r.fixes if t.candidate.kind == "convolution-order"]
+    assert conv.candidate.where.file.endswith("test_fix.py")  # where _conv writes its dimension_numbers
+    assert "channels-last (dimension_numbers=('NHWC', 'HWIO', 'NHWC'))" in conv.candidate.what
+    text = str(r)
+    assert "verified by XLA:CPU" in text and "test_fix.py:" in text
