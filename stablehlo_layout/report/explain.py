@@ -634,7 +634,8 @@ class _Fixer:
                               f"({self.max_reruns}) is spent; raise --max-reruns")
             if not found:
                 return None, ("no entry-layout change reaches this copy: both layouts come from inside the "
-                              "program (see the chains)")
+                              "program (see the chains); `stablehlo-layout fix` tries changes to the program "
+                              "(the convolutions' order, ...) and confirms each with XLA")
             return None, "no single entry-layout change removes this copy"
         # Fewest copies overall, then fewest bytes, then the simplest change ("auto" first).
         good.sort(key=lambda f: (f.copies_delta, f.bytes_delta, not f.change.startswith("auto")))
