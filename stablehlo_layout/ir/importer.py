@@ -151,7 +151,7 @@ class Handles:
 _EXTRACTED = {
     "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
-    "all_reduce", "reduce_scatter", "all_to_all", "reshape", "while",
+    "all_reduce", "reduce_scatter", "all_to_all", "reshape", "convert", "while",
 }
 
 
@@ -161,6 +161,7 @@ _EXTRACTED = {
 _ONE_ATTRIBUTE = {
     "transpose": "permutation", "broadcast_in_dim": "broadcast_dimensions", "reduce": "dimensions",
     "dot_general": "dot_dimension_numbers", "concatenate": "dimension", "reshape": PASS_CREATED,
+    "convert": PASS_CREATED,
 }
 
 
@@ -344,7 +345,7 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             out["channel"] = int(m.group(1))
     elif short == "reduce_scatter":
         out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value
-    elif short == "reshape":
+    elif short in ("reshape", "convert"):
         if PASS_CREATED in attrs:
             out["xla_pass_created"] = True
     elif short == "while" and LOOP_RANK in attrs:

@@ -154,10 +154,18 @@ def pass_created_reshapes(text: str) -> set[str]:
                 continue
             if into_convolutions is None:
                 into_convolutions = {n for c in convolutions for n in c.operand_names()}
-            if name in into_convolutions:
+            if name in into_convolutions or origin.op_name() is None:
+                # Or made together with an operand that has none either:
+                # a pass derived both (ReshapeMover sinking a reshape below
+                # the converts a bf16 pass put after a dot), the reshape last.
                 candidates[name] = operand
             continue
         if "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
+            continue
+        if not _made_by_a_pass(parsed.text, name):
+            # Named after its op_name's primitive: JAX's lowering made it (the
+            # reshapes of an all_to_all, ``all_to_all.53``), and it keeps its
+            # place in the list; a pass names what it makes after the opcode.
             continue
         if origin is not None:
             theirs = origin.op_name()
@@ -178,6 +186,28 @@ def pass_created_reshapes(text: str) -> set[str]:
     users = _users(lines, of_gathers) if of_gathers else {}
     return {name for name in candidates
             if not any(_made_by_a_pass(lines[where[u]], u) for u in users.get(name, ()))}
+
+
+def pass_created_converts(text: str) -> set[str]:
+    """Names of the converts in HLO ``text`` that an XLA pass made: those without metadata in a dump with some.
+
+    JAX's own converts (``convert_element_type``) carry an ``op_name``; the
+    ones a pass adds carry none: XLA:CPU's float normalization, which runs
+    a bf16 op in f32 between a convert in and a convert out.  A new
+    instruction joins the end of its computation's instruction list, so
+    they come after every instruction JAX lowered (XLA:CPU's catch-all
+    demands then pop before those of the instructions around them).
+    """
+    if "op_name=" not in text or " convert(" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if " convert(" not in line or "op_name=" in line:
+            continue
+        name = instruction_name(line)
+        if name is not None and _Line(line).opcode == "convert":
+            out.add(name)
+    return out
 
 
 def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
@@ -208,12 +238,12 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 
     Converted ops are located by their HLO instruction name (a NameLoc).
     """
-    names = pass_created_reshapes(text)
+    names = pass_created_reshapes(text) | pass_created_converts(text)
     if not names:
         return
     with module.context:
         for op in _ops(module):
-            if op.name == "stablehlo.reshape" and _hlo_name(op) in names:
+            if op.name in ("stablehlo.reshape", "stablehlo.convert") and _hlo_name(op) in names:
                 op.attributes[PASS_CREATED] = ir.UnitAttr.get()
 
 

@@ -218,7 +218,7 @@ class XlaCpuTarget(Target):
         hlos = view.hlos_of(found)
         # The importer lists every marked reshape among its attributed ops (graph.CORE_ATTRIBUTES).
         attributed = cols.attributed
-        reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h == "reshape"]
+        reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h in ("reshape", "convert")]
         marks = map(methodcaller("get", "xla_pass_created"), map(attrs_of.__getitem__, reshapes))
         for iid in compress(reshapes, marks):
             late.setdefault(comp_of[iid], set()).add(iid)
