@@ -30,9 +30,13 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir.metadata import instruction_name, metadata_field
 
 PASS_CREATED = "stablehlo_layout.xla_pass_created"
+# Made by a pass that runs before those that make the reshapes and converts above.
+PASS_CREATED_EARLY = "stablehlo_layout.xla_pass_created_early"
 
 # JAX primitives whose lowering is a stablehlo.reshape.
 _RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
+# Collectives XLA:CPU expands into reshapes and transposes of their own.
+_EXPANDED_COLLECTIVES = {"all_to_all"}
 
 # One instruction definition up to the parenthesis that opens its operands
 # (a tuple shape may hold blanks), matched on a line that may define one.
@@ -162,10 +166,11 @@ def pass_created_reshapes(text: str) -> set[str]:
             continue
         if "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
             continue
-        if not _made_by_a_pass(parsed.text, name):
-            # Named after its op_name's primitive: JAX's lowering made it (the
-            # reshapes of an all_to_all, ``all_to_all.53``), and it keeps its
-            # place in the list; a pass names what it makes after the opcode.
+        if op_name.rsplit("/", 1)[-1] in _EXPANDED_COLLECTIVES:
+            # XLA:CPU's expansion of a tiled all-to-all (reshape, transpose,
+            # reshape around slices, a tuple all-to-all and a concatenate)
+            # is one block of new instructions, each carrying the
+            # all_to_all's op_name: XLA lays its reshapes out row-major.
             continue
         if origin is not None:
             theirs = origin.op_name()
@@ -210,6 +215,64 @@ def pass_created_converts(text: str) -> set[str]:
     return out
 
 
+_PROMOTED = re.compile(r"to_apply=%?[\w.\-]+_promoted\b")
+
+
+def promoted_collectives(text: str) -> set[str]:
+    """Names of the all-reduces and reduce-scatters XLA's AllReducePromotion rebuilt in a wider type.
+
+    ``CloneAllReduce`` (``xla/service/all_reduce_promotion.cc``) clones the
+    collective and its reduction, naming the clone's computation
+    ``<name>_promoted``; the clone joins the end of the instruction list, as
+    the converts around it do.
+    """
+    if "_promoted" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if "_promoted" in line and _PROMOTED.search(line):
+            name = instruction_name(line)
+            if name is not None and _Line(line).opcode in ("all-reduce", "reduce-scatter", "all-reduce-start"):
+                out.add(name)
+    return out
+
+
+# Opcodes never planned late: no operand (nothing the catch-all asks of them),
+# or read only through the tuple machinery, or a reshape (its own rules above).
+_NOT_LATE = ("parameter", "constant", "iota", "get-tuple-element", "tuple", "reshape", "convert", "")
+
+
+def pass_created_others(text: str) -> set[str]:
+    """Names of the other instructions in HLO ``text`` a pass made: named after their opcode, not their op_name.
+
+    JAX's converter names an instruction after the primitive its ``op_name``
+    ends with (``sub.26``, a broadcast lowered for ``sub``); a pass names
+    what it makes after its opcode and gives it the metadata of the one it
+    replaces (AlgebraicSimplifier's ``multiply.3`` for a ``div`` by a
+    constant, ``rsqrt.1`` for ``1 / sqrt``).  Such an instruction joins the
+    end of the instruction list (``hlo_metadata``).  Converts and reshapes
+    have their own rules above.
+    """
+    if "op_name=" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if "op_name=" not in line:
+            continue
+        name = instruction_name(line)
+        if name is None:
+            continue
+        parsed = _Line(line)
+        if parsed.opcode in _NOT_LATE:
+            continue
+        op_name = parsed.op_name()
+        if op_name is None or "/" not in op_name:
+            continue
+        if _made_by_a_pass(line, name) and re.sub(r"\.\d+$", "", name) == parsed.opcode:
+            out.add(name)
+    return out
+
+
 def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
     """The instructions that read each of ``of``."""
     mentions = re.compile("|".join(re.escape(n) for n in sorted(of, key=len, reverse=True)))
@@ -239,12 +302,23 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
     Converted ops are located by their HLO instruction name (a NameLoc).
     """
     names = pass_created_reshapes(text) | pass_created_converts(text)
-    if not names:
+    promoted = promoted_collectives(text)
+    others = pass_created_others(text)
+    if not names and not others and not promoted:
         return
     with module.context:
         for op in _ops(module):
-            if op.name in ("stablehlo.reshape", "stablehlo.convert") and _hlo_name(op) in names:
+            name = _hlo_name(op)
+            if name is None:
+                continue
+            if (op.name in ("stablehlo.reshape", "stablehlo.convert") and name in names) or name in promoted:
                 op.attributes[PASS_CREATED] = ir.UnitAttr.get()
+            elif op.name != "stablehlo.reshape" and name in others:
+                op.attributes[PASS_CREATED_EARLY] = ir.UnitAttr.get()
+        if others or promoted or len(names) > len(names - pass_created_converts(text)):
+            # The importer reads these marks and takes them off again: only a
+            # pass-made reshape keeps its mark in the output, as before.
+            module.operation.attributes[PASS_CREATED] = ir.UnitAttr.get()
 
 
 # -- the order of an instruction's users after XLA's call inliner --------------------------

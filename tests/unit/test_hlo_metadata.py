@@ -406,10 +406,10 @@ def test_the_marks_walk_modules_nested_deeper_than_pythons_recursion_limit() -> 
     assert seen[-2:] == ["stablehlo.transpose", "func.return"]
 
 
-def test_a_reshape_named_after_its_primitive_is_jax_s_own():
+def test_the_reshapes_of_an_all_to_all_expansion_are_not_late():
     # XLA:CPU's all-to-all decomposition: the tuple all-to-all and the
-    # concatenate are new (no metadata); the reshapes after them are the ones
-    # JAX lowered, named after their op_name's primitive, in their own place.
+    # concatenate are new (no metadata); the reshapes and the transpose of the
+    # expansion carry the all_to_all's op_name and come as one block.
     text = """HloModule m
 
 ENTRY %main (p: f32[2,4,8,8]) -> f32[2,32,1,8] {
@@ -421,9 +421,34 @@ ENTRY %main (p: f32[2,4,8,8]) -> f32[2,32,1,8] {
 }
 """  # noqa: E501 (IR text, one op per line, as the tool reads it)
     assert pass_created_reshapes(text) == set()
-    # The same reshape named after its opcode, as a pass names what it makes, is a pass's.
-    assert pass_created_reshapes(text.replace("%all_to_all.53", "%reshape.9")
-                                 .replace("(%all_to_all.53)", "(%reshape.9)")) == {"reshape.9"}
+    # A reshape that replaced a transpose keeps its name and op_name, and is a pass's.
+    assert pass_created_reshapes(text.replace("shard_map/all_to_all", "transpose")) == {"all_to_all.53", "all_to_all.55"}
+
+
+def test_instructions_named_after_their_opcode_are_a_pass_s():
+    from stablehlo_layout.ir.marks import pass_created_others, promoted_collectives
+
+    text = """HloModule m
+
+%add_promoted (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %a = f32[] add(%x, %y)
+}
+
+ENTRY %main (p: f32[4,8]) -> f32[4,1] {
+  %p = f32[4,8]{1,0} parameter(0), metadata={op_name="x"}
+  %reduce_sum.1 = f32[4]{0} reduce(%p, %c), dimensions={1}, to_apply=%add_promoted, metadata={op_name="jit(f)/reduce_sum"}
+  %multiply.3 = f32[4]{0} multiply(%reduce_sum.1, %b), metadata={op_name="jit(f)/div"}
+  %sub.4 = f32[4,8]{1,0} broadcast(%multiply.3), dimensions={0}, metadata={op_name="jit(f)/sub"}
+  %reduce_scatter.8 = f32[4,1]{1,0} reduce-scatter(%sub.4), dimensions={1}, to_apply=%add_promoted, metadata={op_name="jit(f)/reduce_scatter"}
+}
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
+    # AlgebraicSimplifier's multiply for a div (named after its opcode); JAX's
+    # broadcast for a sub is named after the primitive.
+    assert pass_created_others(text) == {"multiply.3"}
+    # AllReducePromotion's clone reduces with <name>_promoted; a reduce is no collective.
+    assert promoted_collectives(text) == {"reduce_scatter.8"}
 
 
 def test_converts_without_metadata_are_a_pass_s():
