@@ -36,7 +36,7 @@ from stablehlo_layout.model.graph import (
     own_attrs,
     shape_text,
 )
-from stablehlo_layout.ir.marks import LOOP_RANK, PASS_CREATED, USER_ORDER, USER_ORDERS
+from stablehlo_layout.ir.marks import LOOP_RANK, PASS_CREATED, PASS_CREATED_EARLY, USER_ORDER, USER_ORDERS
 from stablehlo_layout.model.rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -151,7 +151,7 @@ class Handles:
 _EXTRACTED = {
     "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
-    "all_reduce", "reduce_scatter", "all_to_all", "reshape", "while",
+    "all_reduce", "reduce_scatter", "all_to_all", "reshape", "convert", "while",
 }
 
 
@@ -161,6 +161,7 @@ _EXTRACTED = {
 _ONE_ATTRIBUTE = {
     "transpose": "permutation", "broadcast_in_dim": "broadcast_dimensions", "reduce": "dimensions",
     "dot_general": "dot_dimension_numbers", "concatenate": "dimension", "reshape": PASS_CREATED,
+    "convert": PASS_CREATED,
 }
 
 
@@ -344,7 +345,7 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
             out["channel"] = int(m.group(1))
     elif short == "reduce_scatter":
         out["dim"] = ir.IntegerAttr(attrs["scatter_dimension"]).value
-    elif short == "reshape":
+    elif short in ("reshape", "convert"):
         if PASS_CREATED in attrs:
             out["xla_pass_created"] = True
     elif short == "while" and LOOP_RANK in attrs:
@@ -655,6 +656,7 @@ class _Importer:
         self.g.use_rows.fill(*capi.use_rows(len(self.g.values), cols.op_start, cols.op_items,  # type: ignore[arg-type]
                                             array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
+        self._mark_late()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
         # re-run), so running the pass on its own output changes nothing.
@@ -662,6 +664,32 @@ class _Importer:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
         return self.g, self.h
+
+    def _mark_late(self) -> None:
+        """Flag the ops other than reshapes and converts that an XLA pass made (``marks.pass_created_others``)."""
+        if PASS_CREATED not in self.module.operation.attributes:
+            return
+        cols = self.g.columns
+        listed = set(cols.attributed)
+        for iid, op in enumerate(self.h.ops):
+            if op is None:
+                continue
+            given = op.attributes
+            if PASS_CREATED_EARLY in given:
+                # Made by a pass that runs before those of the reshapes and converts.
+                mark: Any = "early"
+                del given[PASS_CREATED_EARLY]
+            elif PASS_CREATED in given and op.name != "stablehlo.reshape":
+                mark = True
+                del given[PASS_CREATED]
+            else:
+                continue
+            if "xla_pass_created" not in cols.attrs[iid]:
+                cols.attrs[iid] = {**cols.attrs[iid], "xla_pass_created": mark}
+            if iid not in listed:
+                cols.attributed.append(iid)
+        cols.attributed.sort()
+        del self.module.operation.attributes[PASS_CREATED]
 
     def _order_users(self) -> None:
         """Offer a value to its readers in XLA's order where XLA's call inliner changed it (``hlo_metadata``)."""

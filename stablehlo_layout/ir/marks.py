@@ -30,9 +30,13 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir.metadata import instruction_name, metadata_field
 
 PASS_CREATED = "stablehlo_layout.xla_pass_created"
+# Made by a pass that runs before those that make the reshapes and converts above.
+PASS_CREATED_EARLY = "stablehlo_layout.xla_pass_created_early"
 
 # JAX primitives whose lowering is a stablehlo.reshape.
 _RESHAPE_PRIMITIVES = {"reshape", "squeeze", "expand_dims"}
+# Collectives XLA:CPU expands into reshapes and transposes of their own.
+_EXPANDED_COLLECTIVES = {"all_to_all"}
 
 # One instruction definition up to the parenthesis that opens its operands
 # (a tuple shape may hold blanks), matched on a line that may define one.
@@ -154,10 +158,19 @@ def pass_created_reshapes(text: str) -> set[str]:
                 continue
             if into_convolutions is None:
                 into_convolutions = {n for c in convolutions for n in c.operand_names()}
-            if name in into_convolutions:
+            if name in into_convolutions or origin.op_name() is None:
+                # Or made together with an operand that has none either:
+                # a pass derived both (ReshapeMover sinking a reshape below
+                # the converts a bf16 pass put after a dot), the reshape last.
                 candidates[name] = operand
             continue
         if "/" not in op_name or op_name.rsplit("/", 1)[-1] in _RESHAPE_PRIMITIVES:
+            continue
+        if op_name.rsplit("/", 1)[-1] in _EXPANDED_COLLECTIVES:
+            # XLA:CPU's expansion of a tiled all-to-all (reshape, transpose,
+            # reshape around slices, a tuple all-to-all and a concatenate)
+            # is one block of new instructions, each carrying the
+            # all_to_all's op_name: XLA lays its reshapes out row-major.
             continue
         if origin is not None:
             theirs = origin.op_name()
@@ -178,6 +191,86 @@ def pass_created_reshapes(text: str) -> set[str]:
     users = _users(lines, of_gathers) if of_gathers else {}
     return {name for name in candidates
             if not any(_made_by_a_pass(lines[where[u]], u) for u in users.get(name, ()))}
+
+
+def pass_created_converts(text: str) -> set[str]:
+    """Names of the converts in HLO ``text`` that an XLA pass made: those without metadata in a dump with some.
+
+    JAX's own converts (``convert_element_type``) carry an ``op_name``; the
+    ones a pass adds carry none: XLA:CPU's float normalization, which runs
+    a bf16 op in f32 between a convert in and a convert out.  A new
+    instruction joins the end of its computation's instruction list, so
+    they come after every instruction JAX lowered (XLA:CPU's catch-all
+    demands then pop before those of the instructions around them).
+    """
+    if "op_name=" not in text or " convert(" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if " convert(" not in line or "op_name=" in line:
+            continue
+        name = instruction_name(line)
+        if name is not None and _Line(line).opcode == "convert":
+            out.add(name)
+    return out
+
+
+_PROMOTED = re.compile(r"to_apply=%?[\w.\-]+_promoted\b")
+
+
+def promoted_collectives(text: str) -> set[str]:
+    """Names of the all-reduces and reduce-scatters XLA's AllReducePromotion rebuilt in a wider type.
+
+    ``CloneAllReduce`` (``xla/service/all_reduce_promotion.cc``) clones the
+    collective and its reduction, naming the clone's computation
+    ``<name>_promoted``; the clone joins the end of the instruction list, as
+    the converts around it do.
+    """
+    if "_promoted" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if "_promoted" in line and _PROMOTED.search(line):
+            name = instruction_name(line)
+            if name is not None and _Line(line).opcode in ("all-reduce", "reduce-scatter", "all-reduce-start"):
+                out.add(name)
+    return out
+
+
+# Opcodes never planned late: no operand (nothing the catch-all asks of them),
+# or read only through the tuple machinery, or a reshape (its own rules above).
+_NOT_LATE = ("parameter", "constant", "iota", "get-tuple-element", "tuple", "reshape", "convert", "")
+
+
+def pass_created_others(text: str) -> set[str]:
+    """Names of the other instructions in HLO ``text`` a pass made: named after their opcode, not their op_name.
+
+    JAX's converter names an instruction after the primitive its ``op_name``
+    ends with (``sub.26``, a broadcast lowered for ``sub``); a pass names
+    what it makes after its opcode and gives it the metadata of the one it
+    replaces (AlgebraicSimplifier's ``multiply.3`` for a ``div`` by a
+    constant, ``rsqrt.1`` for ``1 / sqrt``).  Such an instruction joins the
+    end of the instruction list (``hlo_metadata``).  Converts and reshapes
+    have their own rules above.
+    """
+    if "op_name=" not in text:
+        return set()
+    out = set()
+    for line in text.split("\n"):
+        if "op_name=" not in line:
+            continue
+        name = instruction_name(line)
+        if name is None:
+            continue
+        parsed = _Line(line)
+        if parsed.opcode in _NOT_LATE:
+            continue
+        op_name = parsed.op_name()
+        if op_name is None or "/" not in op_name:
+            continue
+        if _made_by_a_pass(line, name) and re.sub(r"\.\d+$", "", name) == parsed.opcode:
+            out.add(name)
+    return out
 
 
 def _users(lines: list[str], of: set[str]) -> dict[str, list[str]]:
@@ -208,13 +301,24 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
 
     Converted ops are located by their HLO instruction name (a NameLoc).
     """
-    names = pass_created_reshapes(text)
-    if not names:
+    names = pass_created_reshapes(text) | pass_created_converts(text)
+    promoted = promoted_collectives(text)
+    others = pass_created_others(text)
+    if not names and not others and not promoted:
         return
     with module.context:
         for op in _ops(module):
-            if op.name == "stablehlo.reshape" and _hlo_name(op) in names:
+            name = _hlo_name(op)
+            if name is None:
+                continue
+            if (op.name in ("stablehlo.reshape", "stablehlo.convert") and name in names) or name in promoted:
                 op.attributes[PASS_CREATED] = ir.UnitAttr.get()
+            elif op.name != "stablehlo.reshape" and name in others:
+                op.attributes[PASS_CREATED_EARLY] = ir.UnitAttr.get()
+        if others or promoted or len(names) > len(names - pass_created_converts(text)):
+            # The importer reads these marks and takes them off again: only a
+            # pass-made reshape keeps its mark in the output, as before.
+            module.operation.attributes[PASS_CREATED] = ir.UnitAttr.get()
 
 
 # -- the order of an instruction's users after XLA's call inliner --------------------------

@@ -50,8 +50,8 @@ _NO_DEMAND = PlanStep(NO_DEMAND)
 _NO_STEPS: "MappingProxyType[int, PlanStep]" = MappingProxyType({})
 _CATCH_ALL_RULE = "target:cpu-row-major-operand"
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
-_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this reshape, so it comes last in XLA's"
-              " instruction list and its demand propagates before its consumers'")
+_LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this instruction, so it comes last in XLA's"
+              " instruction list and its demand propagates before those of the instructions JAX made")
 
 
 @functools.lru_cache(maxsize=256)
@@ -218,7 +218,7 @@ class XlaCpuTarget(Target):
         hlos = view.hlos_of(found)
         # The importer lists every marked reshape among its attributed ops (graph.CORE_ATTRIBUTES).
         attributed = cols.attributed
-        reshapes = [i for i, h in zip(attributed, view.hlos_of(attributed)) if h == "reshape"]
+        reshapes = attributed
         marks = map(methodcaller("get", "xla_pass_created"), map(attrs_of.__getitem__, reshapes))
         for iid in compress(reshapes, marks):
             late.setdefault(comp_of[iid], set()).add(iid)
@@ -286,7 +286,12 @@ class XlaCpuTarget(Target):
         steps, late = found
         marked = late.get(comp)
         # XLA's list keeps the late ones in their block order.
-        late_ids = tuple(filter(marked.__contains__, view.graph.comps[comp].instrs)) if marked else ()
+        late_ids: tuple[int, ...] = ()
+        if marked:
+            in_order = tuple(filter(marked.__contains__, view.graph.comps[comp].instrs))
+            attrs_of = view.graph.columns.attrs
+            early = tuple(i for i in in_order if attrs_of[i].get("xla_pass_created") == "early")
+            late_ids = early + tuple(i for i in in_order if attrs_of[i].get("xla_pass_created") is True)
         plan = cache[comp] = DemandPlan(view, comp, late_ids, steps.get(comp, _NO_STEPS), _CATCH_ALL_RULE,
                                         _CATCH_ALL_NOTE, _LATE_NOTE)
         return plan

@@ -171,12 +171,12 @@ def _opcode_of(r: dict[str, Any], key: str) -> str:
 
 
 def format_report(results: list[dict[str, Any]], gpu: str, show: int = 12,
-                  elapsed: float | None = None) -> str:
+                  elapsed: float | None = None, title: str | None = None) -> str:
     s = summarize(results)
     _annotate_opcodes(results)
     from .run import status_lines
 
-    L = status_lines(s, f"XLA:GPU {gpu}", elapsed)
+    L = status_lines(s, title or f"XLA:GPU {gpu}", elapsed)
     L.append(f"named rank>=2 values agreeing:   {s['agree']}/{s['values']} = {_pct(s['agree'], s['values'])}"
              f"  (of the others, {s['equivalent']} differ only in size-1 dims)")
     L.append(f"non-trivial (XLA not row-major): {s['nontrivial_agree']}/{s['nontrivial']} = "

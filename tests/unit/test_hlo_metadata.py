@@ -404,3 +404,67 @@ def test_the_marks_walk_modules_nested_deeper_than_pythons_recursion_limit() -> 
     assert seen[:3] == ["func.func", "stablehlo.constant", "stablehlo.while"]
     assert seen.count("stablehlo.while") == depth
     assert seen[-2:] == ["stablehlo.transpose", "func.return"]
+
+
+def test_the_reshapes_of_an_all_to_all_expansion_are_not_late():
+    # XLA:CPU's all-to-all decomposition: the tuple all-to-all and the
+    # concatenate are new (no metadata); the reshapes and the transpose of the
+    # expansion carry the all_to_all's op_name and come as one block.
+    text = """HloModule m
+
+ENTRY %main (p: f32[2,4,8,8]) -> f32[2,32,1,8] {
+  %p = f32[2,4,8,8]{3,2,1,0} parameter(0)
+  %concatenate = f32[2,4,8,8]{3,2,1,0} concatenate(%p, %p), dimensions={2}
+  %all_to_all.53 = f32[2,4,8,1,8]{4,3,2,1,0} reshape(%concatenate), metadata={op_name="jit(f)/shard_map/all_to_all"}
+  %all_to_all.54 = f32[2,8,4,1,8]{4,3,2,1,0} transpose(%all_to_all.53), dimensions={0,2,1,3,4}, metadata={op_name="jit(f)/shard_map/all_to_all"}
+  ROOT %all_to_all.55 = f32[2,32,1,8]{3,2,1,0} reshape(%all_to_all.54), metadata={op_name="jit(f)/shard_map/all_to_all"}
+}
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
+    assert pass_created_reshapes(text) == set()
+    # A reshape that replaced a transpose keeps its name and op_name, and is a pass's.
+    assert pass_created_reshapes(text.replace("shard_map/all_to_all", "transpose")) == {"all_to_all.53", "all_to_all.55"}
+
+
+def test_instructions_named_after_their_opcode_are_a_pass_s():
+    from stablehlo_layout.ir.marks import pass_created_others, promoted_collectives
+
+    text = """HloModule m
+
+%add_promoted (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %a = f32[] add(%x, %y)
+}
+
+ENTRY %main (p: f32[4,8]) -> f32[4,1] {
+  %p = f32[4,8]{1,0} parameter(0), metadata={op_name="x"}
+  %reduce_sum.1 = f32[4]{0} reduce(%p, %c), dimensions={1}, to_apply=%add_promoted, metadata={op_name="jit(f)/reduce_sum"}
+  %multiply.3 = f32[4]{0} multiply(%reduce_sum.1, %b), metadata={op_name="jit(f)/div"}
+  %sub.4 = f32[4,8]{1,0} broadcast(%multiply.3), dimensions={0}, metadata={op_name="jit(f)/sub"}
+  %reduce_scatter.8 = f32[4,1]{1,0} reduce-scatter(%sub.4), dimensions={1}, to_apply=%add_promoted, metadata={op_name="jit(f)/reduce_scatter"}
+}
+"""  # noqa: E501 (IR text, one op per line, as the tool reads it)
+    # AlgebraicSimplifier's multiply for a div (named after its opcode); JAX's
+    # broadcast for a sub is named after the primitive.
+    assert pass_created_others(text) == {"multiply.3"}
+    # AllReducePromotion's clone reduces with <name>_promoted; a reduce is no collective.
+    assert promoted_collectives(text) == {"reduce_scatter.8"}
+
+
+def test_converts_without_metadata_are_a_pass_s():
+    from stablehlo_layout.ir.marks import pass_created_converts
+
+    # XLA:CPU's float normalization runs a bf16 multiply in f32 between two
+    # new converts (no metadata); JAX's own convert_element_type keeps its op_name.
+    text = """HloModule m
+
+ENTRY %main (p: bf16[4,8]) -> bf16[4,8] {
+  %p = bf16[4,8]{1,0} parameter(0), metadata={op_name="x"}
+  %convert.1 = f32[4,8]{1,0} convert(%p)
+  %mul.2 = f32[4,8]{1,0} multiply(%convert.1, %convert.1), metadata={op_name="jit(f)/mul"}
+  %convert.3 = bf16[4,8]{1,0} convert(%mul.2)
+  ROOT %convert_element_type.4 = bf16[4,8]{1,0} convert(%convert.3), metadata={op_name="jit(f)/convert_element_type"}
+}
+"""
+    assert pass_created_converts(text) == {"convert.1", "convert.3"}
+    assert pass_created_converts("\n".join(ln.split(", metadata=")[0] for ln in text.splitlines())) == set()
