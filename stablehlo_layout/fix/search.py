@@ -14,70 +14,18 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
 from jaxlib.mlir import ir
 
 from stablehlo_layout.fix.candidates import Candidate, follow_up, propose
 from stablehlo_layout.fix.measure import Measure, Measured
+from stablehlo_layout.fix.report import FixResult, Tried
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.xla.pipeline import quietly, with_entry_layout_modes
 
 if TYPE_CHECKING:
     from stablehlo_layout.targets.base import Target
-
-SCHEMA = "stablehlo-layout.fix/1"
-
-
-@dataclass
-class Tried:
-    """A candidate and what XLA made of it, alone against the program as given."""
-
-    candidate: Candidate
-    measured: Measured | None  # None: the change did not apply, or XLA refused it
-    error: str = ""
-    kept: bool = False  # part of the written program
-
-    def removed(self, base: Measured) -> tuple[int, int]:
-        assert self.measured is not None
-        return base.copies - self.measured.copies, base.bytes - self.measured.bytes
-
-
-@dataclass
-class FixResult:
-    target: str  # the XLA compiled with, e.g. "XLA:CPU"
-    before: Measured
-    after: Measured
-    fixed_text: str  # the written program
-    tried: list[Tried] = field(default_factory=list)
-    path: str = ""  # the input, as reports name it
-
-    @property
-    def fixes(self) -> list[Tried]:
-        return [t for t in self.tried if t.kept]
-
-    def __str__(self) -> str:
-        from stablehlo_layout.fix.render import render_fix
-
-        return render_fix(self, self.path, None)
-
-    def to_json(self) -> dict[str, object]:
-        def entry(t: Tried) -> dict[str, object]:
-            out: dict[str, object] = {"kind": t.candidate.kind, "what": t.candidate.what,
-                                      "where": t.candidate.where.to_json(), "verified_by": self.target}
-            if t.measured is not None:
-                copies, nbytes = t.removed(self.before)
-                out.update(copies_removed=copies, bytes_removed=nbytes)
-            else:
-                out.update(copies_removed=None, bytes_removed=None, error=t.error)
-            return out
-
-        return {"schema": SCHEMA, "target": self.target,
-                "xla": {"before": self.before.to_json(), "after": self.after.to_json()},
-                "fixes": [entry(t) for t in self.fixes],
-                "rejected": [entry(t) for t in self.tried if not t.kept]}
-
 
 def _printed(module: ir.Module) -> str:
     return cast(str, module.operation.get_asm(enable_debug_info=True))  # jaxlib types get_asm as object

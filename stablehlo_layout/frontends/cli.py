@@ -415,7 +415,7 @@ def _fix_target(args: argparse.Namespace) -> None:
 def _fix(args: argparse.Namespace) -> int:
     import json
 
-    from stablehlo_layout.fix.render import render_fix
+    from stablehlo_layout.fix.report import render_fix
     from stablehlo_layout.fix.search import fix_module
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.report.output import write_output

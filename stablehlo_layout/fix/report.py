@@ -1,9 +1,65 @@
-"""``fix``'s report as people read it: XLA's copies before and after, each change at its source line."""
+"""What ``fix`` found, and its report as people read it: XLA's copies before and after, each change
+at its source line, and the JSON document (``docs/fix.schema.json``)."""
 
 from __future__ import annotations
 
-from stablehlo_layout.fix.search import FixResult, Tried
+from dataclasses import dataclass, field
+
+from stablehlo_layout.fix.candidates import Candidate
+from stablehlo_layout.fix.measure import Measured
 from stablehlo_layout.report.explain import fmt_bytes
+
+SCHEMA = "stablehlo-layout.fix/1"
+
+
+@dataclass
+class Tried:
+    """A candidate and what XLA made of it, alone against the program as given."""
+
+    candidate: Candidate
+    measured: Measured | None  # None: the change did not apply, or XLA refused it
+    error: str = ""
+    kept: bool = False  # part of the written program
+
+    def removed(self, base: Measured) -> tuple[int, int]:
+        assert self.measured is not None
+        return base.copies - self.measured.copies, base.bytes - self.measured.bytes
+
+
+@dataclass
+class FixResult:
+    """What fix found for one program: XLA's copies as given and as fixed, every change tried."""
+
+    target: str  # the XLA compiled with, e.g. "XLA:CPU"
+    before: Measured
+    after: Measured
+    fixed_text: str  # the written program
+    tried: list[Tried] = field(default_factory=list)
+    path: str = ""  # the input, as reports name it
+
+    @property
+    def fixes(self) -> list[Tried]:
+        return [t for t in self.tried if t.kept]
+
+    def __str__(self) -> str:
+        return render_fix(self, self.path, None)
+
+    def to_json(self) -> dict[str, object]:
+        def entry(t: Tried) -> dict[str, object]:
+            out: dict[str, object] = {"kind": t.candidate.kind, "what": t.candidate.what,
+                                      "where": t.candidate.where.to_json(), "verified_by": self.target}
+            if t.measured is not None:
+                copies, nbytes = t.removed(self.before)
+                out.update(copies_removed=copies, bytes_removed=nbytes)
+            else:
+                out.update(copies_removed=None, bytes_removed=None, error=t.error)
+            return out
+
+        return {"schema": SCHEMA, "target": self.target,
+                "xla": {"before": self.before.to_json(), "after": self.after.to_json()},
+                "fixes": [entry(t) for t in self.fixes],
+                "rejected": [entry(t) for t in self.tried if not t.kept]}
+
 
 
 def _delta(copies: int, nbytes: int) -> str:
