@@ -245,8 +245,10 @@ def check_entry_pins(g: Graph, layouts: list[L.Layout | None], copies: list[Copy
     value holds it, or a root copy makes it).  A result layout with a leaf
     left open (``auto``) is not set at all for XLA (``ShapeLayout::
     LayoutIsSet``): the pass replaces it whole with the layouts it computed,
-    pinned leaves included.  That is XLA's answer, not ours to mend; each
-    pinned result it changes gets a note saying why.
+    pinned leaves included.  A pinned result aliased to a donated parameter
+    left open takes the parameter's new layout too (XLA §3.7).  Those are
+    XLA's answers, not ours to mend; each pinned result they change gets a
+    note saying why.
     """
     entry = g.comps[g.entry]  # type: ignore[index]
     for i, (want, have) in enumerate(zip(given_params, entry_params)):
@@ -258,6 +260,8 @@ def check_entry_pins(g: Graph, layouts: list[L.Layout | None], copies: list[Copy
     copied = {e.operand: e.dst for e in copies if e.consumer == root.id}
     notes: list[str] = []
     kind, array_kind = g.columns.kind, KIND_CODE[ARRAY]
+    # A donated parameter left open and its aliased result: XLA resets both to one layout.
+    realiased = {r: p for p, r in g.entry_aliases if p < len(given_params) and given_params[p] is None}
     open_results = [i for i, v in enumerate(root_operands)
                     if kind[v] == array_kind and (i >= len(given_results) or given_results[i] is None)]
     for i, vid in enumerate(root_operands):
@@ -266,7 +270,12 @@ def check_entry_pins(g: Graph, layouts: list[L.Layout | None], copies: list[Copy
             continue
         returned = copied.get(i, layouts[vid])
         got = entry_results[i]
-        if results_set:
+        if i in realiased and got is not None and tuple(got) != tuple(want):
+            notes.append(f"note: entry result {i} ({shape_text(g.values[vid])}) was pinned to "
+                         f"{L.format_layout(want)} and is returned as {L.format_layout(got)}: it aliases "
+                         f"parameter {realiased[i]}, which is left to the compiler, and XLA gives both the "
+                         "layout the result's value holds (XLA §3.7); pin the parameter too to keep it")
+        elif results_set:
             if returned is None or got is None or tuple(returned) != tuple(want) or tuple(got) != tuple(want):
                 raise PassError(f"internal: entry result {i} is pinned to {L.format_layout(want)} but is "
                                 f"returned as {L.format_layout(returned or got or ())}", root.loc)

@@ -158,3 +158,68 @@ def test_flax_conv_train_step_on_gpu(mode: str) -> None:
     else:  # the loss left to XLA: XLA lays every result out, the filters as cuDNN wrote them
         assert all(e.minor_to_major == (2, 1, 0, 3) for e in filters)
         assert len([w for w in a.warnings if "was pinned to {3,2,1,0}" in w]) == len(filters)
+
+
+def _resnet18_step():
+    flax_linen = pytest.importorskip("flax.linen")
+    optax = pytest.importorskip("optax")
+    nn = flax_linen
+
+    class Block(nn.Module):
+        c: int
+        stride: int = 1
+
+        @nn.compact
+        def __call__(self, x):
+            r = x
+            x = nn.relu(nn.BatchNorm(use_running_average=False)(
+                nn.Conv(self.c, (3, 3), (self.stride, self.stride), use_bias=False)(x)))
+            x = nn.BatchNorm(use_running_average=False)(nn.Conv(self.c, (3, 3), use_bias=False)(x))
+            if r.shape != x.shape:
+                r = nn.BatchNorm(use_running_average=False)(
+                    nn.Conv(self.c, (1, 1), (self.stride, self.stride), use_bias=False)(r))
+            return nn.relu(x + r)
+
+    class Net(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.BatchNorm(use_running_average=False)(nn.Conv(16, (7, 7), (2, 2), use_bias=False)(x)))
+            x = nn.max_pool(x, (3, 3), (2, 2), "SAME")
+            for i, c in enumerate((16, 32, 64, 128)):  # resnet18's stages, narrower
+                x = Block(c, 1)(Block(c, 1 if i == 0 else 2)(x))
+            return nn.Dense(10)(jnp.mean(x, (1, 2)))
+
+    m, x, y = Net(), jnp.ones((2, 32, 32, 3)), jnp.zeros((2,), jnp.int32)
+    v = m.init(jax.random.PRNGKey(0), x)
+    opt = optax.sgd(0.1, 0.9)
+    s = opt.init(v["params"])
+
+    def step(params, stats, s, x, y):
+        def loss(p):
+            out, upd = m.apply({"params": p, "batch_stats": stats}, x, mutable=["batch_stats"])
+            return -jnp.mean(jax.nn.log_softmax(out)[jnp.arange(2), y]), upd
+
+        (value, upd), g = jax.value_and_grad(loss, has_aux=True)(params)
+        u, s2 = opt.update(g, s, params)
+        return optax.apply_updates(params, u), upd["batch_stats"], s2, value
+
+    return step, (v["params"], v["batch_stats"], s, x, y)
+
+
+@ORACLE  # a resnet18 train step compiled twice by XLA:GPU: ~25 s
+def test_all_auto_resnet_train_step_on_gpu() -> None:
+    """Every entry layout AUTO (issue #32 item 4): a filter read by the forward convolution
+    ({2,1,0,3}) and the data-gradient one ({3,1,0,2}) takes the first in round 0, the update
+    takes the second in round 1, and XLA returns what round 0 recorded, through a root copy."""
+    from jax.experimental.layout import Layout
+
+    from stablehlo_layout.frontends.jax import analyze
+    from tests.differential.gpu_oracle import oracle_available
+
+    ok, why = oracle_available()
+    if not ok:
+        pytest.skip(why)
+    step, args = _resnet18_step()
+    a = analyze(step, *args, target="xla-gpu", gpu="h100", verify=True, fixes=False,
+                in_layouts=Layout.AUTO, out_layouts=Layout.AUTO)
+    assert not a.verification.entry_mismatches, a.verification.entry_mismatches
