@@ -429,6 +429,10 @@ class Interfaces:
         if cl.priority < new_priority:
             if comp.is_entry:
                 # What the caller gave stays; only open leaves take the inferred layout.
+                # A result an earlier round recorded and this one enforced (with a root
+                # copy where needed) is what the entry returns, as for any computation.
+                if cl.result_set and all(x is not None for x, v in zip(cl.results, results) if v is not None):
+                    results = [x if y is not None else None for x, y in zip(cl.results, results)]
                 cl.params = [x if x is not None else y for x, y in zip(e.given_params, params)]
                 cl.results = [x if x is not None else y for x, y in zip(e.given_results, results)]
             else:

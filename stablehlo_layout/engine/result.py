@@ -24,7 +24,7 @@ from stablehlo_layout.model.constraints import (
     new_result,
 )
 from stablehlo_layout.model.errors import PassError
-from stablehlo_layout.model.graph import ARRAY, KIND_CODE, Graph
+from stablehlo_layout.model.graph import ARRAY, KIND_CODE, Graph, shape_text
 from stablehlo_layout.engine.records import BufferConstraints, OperandConstraints
 
 if TYPE_CHECKING:
@@ -224,10 +224,68 @@ def assignment_of(e: "EngineState", iface: "Interfaces", rounds: int, computed: 
             entry_results.append(ecl.results[i])
         else:
             entry_results.append(layouts[vid])
+    notes = check_entry_pins(g, layouts, copies, entry_params, entry_results, e.given_params, e.given_results,
+                             arrays_set)
     return Assignment(g, layouts, copies, bc, oc, iface.comp_layouts,  # type: ignore[arg-type]
-                      entry_params, entry_results, rounds, e.target, e.entry_mode, e.trace,
+                      entry_params, entry_results, rounds, e.target, e.entry_mode, e.trace, notes,
                       rounds_computed=computed, exact=e.exact,
                       given_params=list(e.given_params), given_results=list(e.given_results))
+
+
+def check_entry_pins(g: Graph, layouts: list[L.Layout | None], copies: list[CopyEdge],
+                     entry_params: list[L.Layout | None], entry_results: list[L.Layout | None],
+                     given_params: list[L.Layout | None], given_results: list[L.Layout | None],
+                     results_set: bool) -> list[str]:
+    """The pins the caller gave hold in the answer (XLA §8.5); notes for the result pins XLA drops.
+
+    XLA's ``PropagateComputationLayouts`` fails with an internal error when a
+    set parameter leaf or a fully set result disagrees with what the pass
+    made, so does this check: a pinned parameter keeps its pin, and with
+    every array result set each pinned result is returned in its pin (its
+    value holds it, or a root copy makes it).  A result layout with a leaf
+    left open (``auto``) is not set at all for XLA (``ShapeLayout::
+    LayoutIsSet``): the pass replaces it whole with the layouts it computed,
+    pinned leaves included.  A pinned result aliased to a donated parameter
+    left open takes the parameter's new layout too (XLA §3.7).  Those are
+    XLA's answers, not ours to mend; each pinned result they change gets a
+    note saying why.
+    """
+    entry = g.comps[g.entry]  # type: ignore[index]
+    for i, (want, have) in enumerate(zip(given_params, entry_params)):
+        if want is not None and have is not None and tuple(want) != tuple(have):
+            raise PassError(f"internal: entry parameter {i} is pinned to {L.format_layout(want)} "
+                            f"but was laid out {L.format_layout(have)}", g.instrs[entry.params[i]].loc)
+    root = g.instrs[entry.root]
+    root_operands = root.operands
+    copied = {e.operand: e.dst for e in copies if e.consumer == root.id}
+    notes: list[str] = []
+    kind, array_kind = g.columns.kind, KIND_CODE[ARRAY]
+    # A donated parameter left open and its aliased result: XLA resets both to one layout.
+    realiased = {r: p for p, r in g.entry_aliases if p < len(given_params) and given_params[p] is None}
+    open_results = [i for i, v in enumerate(root_operands)
+                    if kind[v] == array_kind and (i >= len(given_results) or given_results[i] is None)]
+    for i, vid in enumerate(root_operands):
+        want = given_results[i] if i < len(given_results) else None
+        if want is None or kind[vid] != array_kind:
+            continue
+        returned = copied.get(i, layouts[vid])
+        got = entry_results[i]
+        if i in realiased and got is not None and tuple(got) != tuple(want):
+            notes.append(f"note: entry result {i} ({shape_text(g.values[vid])}) was pinned to "
+                         f"{L.format_layout(want)} and is returned as {L.format_layout(got)}: it aliases "
+                         f"parameter {realiased[i]}, which is left to the compiler, and XLA gives both the "
+                         "layout the result's value holds (XLA §3.7); pin the parameter too to keep it")
+        elif results_set:
+            if returned is None or got is None or tuple(returned) != tuple(want) or tuple(got) != tuple(want):
+                raise PassError(f"internal: entry result {i} is pinned to {L.format_layout(want)} but is "
+                                f"returned as {L.format_layout(returned or got or ())}", root.loc)
+        elif got is not None and tuple(got) != tuple(want):
+            notes.append(f"note: entry result {i} ({shape_text(g.values[vid])}) was pinned to "
+                         f"{L.format_layout(want)} and is returned as {L.format_layout(got)}: "
+                         f"result {open_results[0]} is left to the compiler (auto), and XLA lays out an entry "
+                         "result with any leaf open as a whole, replacing the pins of the others "
+                         "(PropagateComputationLayouts); pin every result, or leave each one open, to keep them")
+    return notes
 
 
 def _shared_branch_operands(g: Graph) -> set[int]:

@@ -95,7 +95,8 @@ def analyze(module: ir.Module | ir.Operation, target: str | Target = "generic",
         tgt, graph, _, warnings = _import(clone, target, gpu, tpu)
         if not consume:
             discard(clone, graph.region_depth)
-        return graph, assign_layouts(graph, tgt, entry_layouts, trace, exact), warnings
+        assignment = assign_layouts(graph, tgt, entry_layouts, trace, exact)
+        return graph, assignment, warnings + assignment.notes
 
 
 def assign_module(module: ir.Module | ir.Operation, target: str | Target = "generic",
@@ -130,8 +131,8 @@ def assign_module(module: ir.Module | ir.Operation, target: str | Target = "gene
         copies = rewrite(module, assignment, handles, names=names)
     if check:
         check_output(module)
-    result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts, warnings,
-                          provenance=provenance or exact or trace)
+    result = LayoutResult(module, graph, assignment, copies, tgt.name, entry_layouts,
+                          warnings + assignment.notes, provenance=provenance or exact or trace)
     for c in copies:
         c.owner = result
     return result

@@ -1002,6 +1002,34 @@ def _restore_entry_layout_modes(module: ir.Module, text: str, path: str) -> None
             main.attributes[key] = ir.ArrayAttr.get(entries)
 
 
+def open_scalar_entries(module: ir.Module, open_params: Sequence[bool], open_results: Sequence[bool]) -> None:
+    """Mark the entry's scalar leaves the caller left open (``auto``), which an HLO header cannot show.
+
+    A scalar prints no layout whether or not one was set (``_restore_entry_layout_modes``), but
+    for XLA an open scalar result leaves the whole result layout unset (XLA §8.5): a caller
+    that knows the requests (the JAX front door) restores them here.  Lists of another length
+    than the entry's parameters / results are ignored.
+    """
+    main = next((f for f in module.body.operations if f.operation.name == "func.func"
+                 and ir.StringAttr(f.attributes["sym_name"]).value == "main"), None)
+    if main is None:
+        return
+    ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+    with module.context:
+        for key, types, flags in (("arg_attrs", ftype.inputs, open_params), ("res_attrs", ftype.results, open_results)):
+            if len(flags) != len(types) or not any(flags):
+                continue
+            existing = list(ir.ArrayAttr(main.attributes[key])) if key in main.attributes else []
+            entries = []
+            for i, t in enumerate(types):
+                d = ir.DictAttr(existing[i]) if i < len(existing) else ir.DictAttr.get({})
+                values = {d[k].name: d[k].attr for k in range(len(d))}
+                if flags[i] and isinstance(t, ir.RankedTensorType) and t.rank == 0:
+                    values["mhlo.layout_mode"] = ir.StringAttr.get("auto")
+                entries.append(ir.DictAttr.get(values))
+            main.attributes[key] = ir.ArrayAttr.get(entries)
+
+
 def _leaves(shapes) -> list:
     """The array (and token) leaves of shapes, tuples flattened in order, without recursion."""
     from stablehlo_layout.model.layout import TupleShape

@@ -237,14 +237,16 @@ class XlaGpuTarget(Target):
 
     def __init__(self, gpu: GpuModel | str | None = None, rocm_nhwc: bool = False,
                  force_conv_layout: str | None = None,
-                 pack_dot_operands_along_k: bool = False) -> None:
+                 pack_dot_operands_along_k: bool = False, xla: tuple[int, ...] | None = None) -> None:
         """``gpu`` is the device XLA compiles for: a ``GpuModel``, the name of a
         shipped config (``a100``, ``h100``, ...) or a ``GpuTargetConfigProto``
         text file; ``None`` means ``h100``.  ``rocm_nhwc`` stands for
         TF_USE_ROCM_NHWC set (it matters on ROCm devices with NHWC support);
         ``force_conv_layout`` ("nchw" / "nhwc") and ``pack_dot_operands_along_k``
         mirror the XLA debug flags xla_gpu_force_conv_nchw / _nhwc and
-        xla_gpu_experimental_pack_dot_operands_along_k_dimension."""
+        xla_gpu_experimental_pack_dot_operands_along_k_dimension.  ``xla`` is the XLA version
+        whose version-keyed rules apply (``xla_version``); None: the installed jaxlib's.
+        Only the row-reduction rule reads it; the loop and branch rules follow the installed XLA."""
         if force_conv_layout not in (None, "nchw", "nhwc"):
             raise ValueError(f"force_conv_layout must be nchw or nhwc, not {force_conv_layout!r}")
         self.gpu = gpu if isinstance(gpu, GpuModel) else load_gpu(gpu)
@@ -253,6 +255,7 @@ class XlaGpuTarget(Target):
         self.rocm_nhwc = rocm_nhwc
         self.force_conv_layout = force_conv_layout
         self.pack_dot_operands_along_k = pack_dot_operands_along_k
+        self.xla = xla
 
     # -- per-op rules the backend refines --------------------------------------
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
@@ -265,12 +268,13 @@ class XlaGpuTarget(Target):
         return r
 
     def propagate_reduction_to_operand(self, g: "Graph", ins: "Instruction") -> bool:
-        """A row reduction pays off only when the reduced dims hold >= 32 elements."""
+        """A row reduction pays off only for as many reduced elements as the XLA's heuristic wants
+        (``xla_version.row_reduction_pays``: >= 32 in the tested jaxlibs)."""
         dims = g.values[ins.operands[0]].dims
         sizes = [dims[d] for d in ins.attrs.get("dims", ())]
         if any(s is None for s in sizes):
             return False
-        return math.prod(sizes) >= 32
+        return xla_version.row_reduction_pays(math.prod(sizes), self.xla)
 
     def operand_from_output(self, g: "Graph", ins: "Instruction", n: int,
                             output: L.Layout, rule: OpRule) -> Derived | None:

@@ -26,6 +26,13 @@ LOOP_DEMANDS_FIRST_SINCE = (0, 12)
 LOOP_STATE_FROM_CALLER_SINCE = (0, 12)
 
 _WHILE = frozenset({"while"})
+# XLA:GPU's row-reduction heuristic (IsUnnestedReductionFasterThanElemental) also takes reduced sizes
+# that divide the warp size in the XLA of XLA:GPU's layout_assignment_test.cc at 0970ea329a0e (the
+# replayed file); neither tested jaxlib has it (0.10.2 and 0.12.0.1 need >= 32 reduced elements, their
+# dumps reduce_16_f32 / reduce_32_f32).  The first jaxlib with it is not known: the key is the first
+# version after both tested ones, an upper bound no dump has checked (docs/VERSIONS.md item 6).
+ROW_REDUCTION_WARP_DIVISORS_SINCE = (0, 13)
+WARP_SIZE = 32
 # XLA 0.12's XLA:GPU lets the caller lay out a conditional's interface the branches left unconstrained.
 BRANCH_INTERFACE_FROM_CALLER_SINCE = (0, 12)
 
@@ -75,6 +82,20 @@ def branch_interface_from_caller(xla: tuple[int, ...] | None = None) -> bool:
     the conditional's result), and the branches are laid out again around it.
     """
     return (installed_xla() if xla is None else xla) >= BRANCH_INTERFACE_FROM_CALLER_SINCE
+
+
+def row_reduction_pays(reduced: int, xla: tuple[int, ...] | None = None) -> bool:
+    """Whether ``xla``'s XLA:GPU lays a reduction over ``reduced`` elements out as a row reduction.
+
+    XLA:GPU's PropagateReductionLayoutToOperand asks IsUnnestedReductionFasterThanElemental about a
+    row reduction of ``reduced`` elements: jaxlib 0.10.2's and 0.12.0.1's answer yes from a warp's
+    worth (32) of elements; the newer XLA of the replayed GPU test (ReduceOperandLayoutDivisorOfWarpSize)
+    also for a size that divides the warp size, several reductions sharing a warp.
+    """
+    if reduced >= WARP_SIZE:
+        return True
+    newer = (installed_xla() if xla is None else xla) >= ROW_REDUCTION_WARP_DIVISORS_SINCE
+    return newer and reduced > 0 and WARP_SIZE % reduced == 0
 
 
 def propagate_loop_demands(view: "TargetView", comp: int) -> Iterator[Demand]:

@@ -21,7 +21,8 @@ GPU_LIT_FILES = sorted((ROOT / "tests" / "lit").glob("xla_gpu_*.mlir"))
 
 def run(text: str, target="xla-gpu", entry_layouts: str = "default"):
     r = assign_text(text, target, entry_layouts, exact=True)  # origins() reads provenance
-    assert r.warnings == []
+    # The one note allowed: a pinned result XLA re-lays out beside an open one (XLA §8.5).
+    assert [w for w in r.warnings if not w.startswith("note: entry result ")] == []
     return r
 
 
@@ -180,6 +181,8 @@ func.func public @main(%k: tensor<4x5xf32> {mhlo.layout_mode = "{0,1}"}, %a: ten
     assert layout_of(r, "stablehlo.triangular_solve") == (1, 2, 0)
     assert operand_layouts(r, "stablehlo.triangular_solve") == [(1, 2, 0), (1, 2, 0)]
     assert origins(r, "stablehlo.sort") == {"target:gpu-sort-default"}
+    # Result 0 is auto, so XLA lays out the whole result: result 1 loses its row-major pin.
+    assert [w[:71] for w in r.warnings] == ["note: entry result 1 (f32[2,4,3]) was pinned to {2,1,0} and is returned"]
 
 
 def test_rewritten_gemm_is_rejected():

@@ -13,8 +13,9 @@ ROCm RDNA / CDNA models for the ROCm tests.  Each test asserts what the XLA
 test asserts, in our terms.
 
 The file replayed is openxla/xla's at commit 0970ea329a0e (33 tests).  Where
-that XLA and jaxlib 0.10.2's differ, the oracle decides and the case is a
-strict xfail saying so (ReduceOperandLayoutDivisorOfWarpSize).  Not replayed:
+that XLA and the tested jaxlibs differ, both rules are kept, keyed by the XLA
+version (``targets/xla_version.py``), and both are tested
+(ReduceOperandLayoutDivisorOfWarpSize and its ``_tested_jaxlibs`` twin).  Not replayed:
 BlockScaledDotFusionLayout of other versions (a cuDNN fusion instruction:
 StableHLO has no fusions, and XLA:GPU fuses after layout assignment) and the
 whole-pipeline MatchOptimizedHlo tests of older versions (ConvCuDNNF8 / BF16
@@ -31,7 +32,7 @@ import pytest
 
 from stablehlo_layout.ir import mlir
 from stablehlo_layout.frontends.api import assign_module
-from stablehlo_layout.targets import XlaGpuTarget, load_gpu
+from stablehlo_layout.targets import XlaGpuTarget, load_gpu, xla_version
 from tests.unit.test_xla_scenarios import Outcome
 
 SCENARIOS = Path(__file__).parent / "xla_gpu_scenarios"
@@ -289,14 +290,25 @@ def test_ReduceOperandLayout() -> None:
     assert o.operand_layout("reduce.2", 0) == (3, 1, 4, 2, 0)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the test belongs to an XLA whose row-reduction heuristic also took reduced sizes dividing the "
-    "warp size (IsUnnestedReductionFasterThanElemental); jaxlib 0.10.2's XLA:GPU needs >= 32 reduced "
-    "elements, as its real dumps show (xla_gpu_dumps/*/reduce_16_f32 vs reduce_32_f32), and so does "
-    "0.12.0.1's (docs/VERSIONS.md item 6): we follow both"))
 def test_ReduceOperandLayoutDivisorOfWarpSize() -> None:
-    o = run("ReduceOperandLayoutDivisorOfWarpSize.hlo")
+    """The XLA of the replayed test: 16 reduced elements divide the warp size, a row reduction.
+
+    Run with that XLA's rule (``xla_version.ROW_REDUCTION_WARP_DIVISORS_SINCE``); the tested
+    jaxlibs' own rule is the next test's."""
+    o = run("ReduceOperandLayoutDivisorOfWarpSize.hlo",
+            XlaGpuTarget("h100", xla=xla_version.ROW_REDUCTION_WARP_DIVISORS_SINCE))
     assert o.operand_layout("reduce.2", 0) == (1, 3, 2, 0)
+
+
+def test_ReduceOperandLayoutDivisorOfWarpSize_tested_jaxlibs() -> None:
+    """jaxlib 0.10.2's and 0.12.0.1's XLA:GPU need >= 32 reduced elements: the 16-element
+    reduction keeps reading the row-major operand, as their real dumps show
+    (xla_gpu_dumps/*/reduce_16_f32 vs reduce_32_f32, docs/VERSIONS.md item 6)."""
+    for xla in ((0, 10, 2), (0, 12, 0, 1)):
+        o = run("ReduceOperandLayoutDivisorOfWarpSize.hlo", XlaGpuTarget("h100", xla=xla))
+        assert o.operand_layout("reduce.2", 0) == (3, 2, 1, 0)
+    if xla_version.installed_xla() < xla_version.ROW_REDUCTION_WARP_DIVISORS_SINCE:
+        assert run("ReduceOperandLayoutDivisorOfWarpSize.hlo").operand_layout("reduce.2", 0) == (3, 2, 1, 0)
 
 
 def test_VariadicReduceSameOperandLayout() -> None:
