@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from stablehlo_layout.ir.mlir import nested_ops
+
 # The two orders convolutions are written in.  "channels-last": input and
 # output [batch, spatial..., feature], kernel [spatial..., in, out] (NHWC /
 # HWIO, what XLA:CPU runs); "channels-first": [batch, feature, spatial...],
@@ -86,17 +88,7 @@ def _static(value: ir.Value) -> bool:
 
 def _ops(module: ir.Module) -> Iterator[ir.Operation]:
     """Every op of the module, nested ones included, in program order (a snapshot: safe to rewrite)."""
-    out: list[ir.Operation] = []
-
-    def walk(op: ir.Operation) -> None:
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    out.append(child.operation)
-                    walk(child.operation)
-
-    walk(module.operation)
-    return iter(out)
+    return iter(nested_ops(module.operation))
 
 
 def _layouts(dn: stablehlo.ConvDimensionNumbers, rank: int, order: str) -> tuple[list[int], list[int], list[int]]:
@@ -245,6 +237,22 @@ def _order_free(value: ir.Value, perm: list[int], depth: int = 3) -> ir.Value | 
     return None
 
 
+def _before_transpose(values: list[ir.Value], perm: list[int]) -> list[ir.Value] | None:
+    """Each value as it reads before a transpose by ``perm``: the transpose's own operand, or an
+    order-free value made anew (at the current insertion point); None if one is neither."""
+    sources: list[ir.Value] = []
+    for v in values:
+        t = _transpose_of(v)
+        if t is not None and t[1] == perm:
+            sources.append(t[0])
+            continue
+        free = _order_free(v, perm)
+        if free is None:
+            return None
+        sources.append(free)
+    return sources
+
+
 def _sink_elementwise(op: ir.Operation) -> bool:
     """An elementwise op of transposed operands: computed before the transpose, transposed after."""
     operands = list(op.operands)
@@ -259,16 +267,9 @@ def _sink_elementwise(op: ir.Operation) -> bool:
     if any(len(_shape(v)) != len(perm) for v in operands):
         return False  # a scalar operand of a clamp: the shapes do not all follow the permutation
     with ir.InsertionPoint(op), op.location:
-        sources: list[ir.Value] = []
-        for v in operands:
-            t = _transpose_of(v)
-            if t is not None and t[1] == perm:
-                sources.append(t[0])
-                continue
-            free = _order_free(v, perm)
-            if free is None:
-                return False
-            sources.append(free)
+        sources = _before_transpose(operands, perm)
+        if sources is None:
+            return False
         result = op.results[0]
         attributes = _attributes(op)
         inner = ir.Operation.create(op.name, results=[_permuted_type(result, _inverse(perm))], operands=sources,
@@ -372,16 +373,9 @@ def _sink_windowed(op: ir.Operation) -> bool:
         return False
     perm = first[1]
     with ir.InsertionPoint(op), op.location:
-        sources: list[ir.Value] = []
-        for v in windowed:
-            t = _transpose_of(v)
-            if t is not None and t[1] == perm:
-                sources.append(t[0])
-                continue
-            free = _order_free(v, perm)
-            if free is None:
-                return False
-            sources.append(free)
+        sources = _before_transpose(windowed, perm)
+        if sources is None:
+            return False
         new = ir.Operation.create(op.name, results=[_permuted_type(r, _inverse(perm)) for r in op.results],
                                   operands=[*sources, *scalars], attributes=_window_attributes(op, perm),
                                   regions=len(op.regions), loc=op.location)

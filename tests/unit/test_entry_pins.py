@@ -104,6 +104,25 @@ def test_cpu_pins_kept_and_an_auto_result_drops_them_as_xla_does() -> None:
     assert [w for w in mixed.warnings if w.startswith("note: entry result 2 ")], mixed.warnings
 
 
+def _train_step(m, x, y, opt):
+    """A flax model's training step with batch statistics and an optax update, and its arguments."""
+    import optax
+
+    v = m.init(jax.random.PRNGKey(0), x)
+    s = opt.init(v["params"])
+
+    def step(params, stats, s, x, y):
+        def loss(p):
+            out, upd = m.apply({"params": p, "batch_stats": stats}, x, mutable=["batch_stats"])
+            return -jnp.mean(jax.nn.log_softmax(out)[jnp.arange(2), y]), upd
+
+        (value, upd), g = jax.value_and_grad(loss, has_aux=True)(params)
+        u, s2 = opt.update(g, s, params)
+        return optax.apply_updates(params, u), upd["batch_stats"], s2, value
+
+    return step, (v["params"], v["batch_stats"], s, x, y)
+
+
 def _flax_cnn_step():
     flax_linen = pytest.importorskip("flax.linen")
     optax = pytest.importorskip("optax")
@@ -118,20 +137,7 @@ def _flax_cnn_step():
             return nn.Dense(10)(x.reshape(x.shape[0], -1))
 
     m, x, y = CNN(), jnp.ones((2, 8, 8, 3)), jnp.zeros((2,), jnp.int32)
-    v = m.init(jax.random.PRNGKey(0), x)
-    opt = optax.adam(1e-3)
-    s = opt.init(v["params"])
-
-    def step(params, stats, s, x, y):
-        def loss(p):
-            out, upd = m.apply({"params": p, "batch_stats": stats}, x, mutable=["batch_stats"])
-            return -jnp.mean(jax.nn.log_softmax(out)[jnp.arange(2), y]), upd
-
-        (value, upd), g = jax.value_and_grad(loss, has_aux=True)(params)
-        u, s2 = opt.update(g, s, params)
-        return optax.apply_updates(params, u), upd["batch_stats"], s2, value
-
-    return step, (v["params"], v["batch_stats"], s, x, y)
+    return _train_step(m, x, y, optax.adam(1e-3))
 
 
 @ORACLE  # a flax train step compiled twice by XLA:GPU: ~15 s each
@@ -190,20 +196,7 @@ def _resnet18_step():
             return nn.Dense(10)(jnp.mean(x, (1, 2)))
 
     m, x, y = Net(), jnp.ones((2, 32, 32, 3)), jnp.zeros((2,), jnp.int32)
-    v = m.init(jax.random.PRNGKey(0), x)
-    opt = optax.sgd(0.1, 0.9)
-    s = opt.init(v["params"])
-
-    def step(params, stats, s, x, y):
-        def loss(p):
-            out, upd = m.apply({"params": p, "batch_stats": stats}, x, mutable=["batch_stats"])
-            return -jnp.mean(jax.nn.log_softmax(out)[jnp.arange(2), y]), upd
-
-        (value, upd), g = jax.value_and_grad(loss, has_aux=True)(params)
-        u, s2 = opt.update(g, s, params)
-        return optax.apply_updates(params, u), upd["batch_stats"], s2, value
-
-    return step, (v["params"], v["batch_stats"], s, x, y)
+    return _train_step(m, x, y, optax.sgd(0.1, 0.9))
 
 
 @ORACLE  # a resnet18 train step compiled twice by XLA:GPU: ~25 s

@@ -207,23 +207,9 @@ def test_convolutions_rewritten_compute_the_same_and_their_transposes_meet():
     inline_calls(module)
     conv_order.rewrite_convolutions(module, "channels-last")
     conv_order.sink_transposes(module)
-    second = [op for op in _ops(module) if op.name == "stablehlo.convolution"][1]
+    second = [op for op in mlir.nested_ops(module.operation) if op.name == "stablehlo.convolution"][1]
     producer = second.operands[0].owner
     assert producer.name != "stablehlo.transpose", str(producer)
-
-
-def _ops(module):
-    out = []
-
-    def walk(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for child in block.operations:
-                    out.append(child.operation)
-                    walk(child.operation)
-
-    walk(module.operation)
-    return out
 
 
 def test_inlining_keeps_what_the_program_computes():
