@@ -24,6 +24,7 @@ from jaxlib.mlir import ir  # noqa: E402
 
 from stablehlo_layout.ir import mlir  # noqa: E402
 from stablehlo_layout.frontends.api import LayoutResult, analyze, assign_module  # noqa: E402
+from tests.support.browser import browser  # noqa: E402,F401  (the headless-Chromium fixture of the page tests)
 
 
 def load_text(text: str | bytes, name: str = "t.mlir", ctx: ir.Context | None = None) -> ir.Module:

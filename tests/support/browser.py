@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 __all__ = ["Browser", "chromium", "NO_CHROMIUM"]
 
 NO_CHROMIUM = ("no Chromium binary (/usr/bin/chromium or chromium on PATH): "
@@ -162,3 +164,14 @@ class Browser:
             self.proc.wait()
         os.close(self._cmd_w)
         os.close(self._out_r)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Chromium for a test module's pages; the module skips, saying why, where there is none."""
+    binary = chromium()
+    if binary is None:
+        pytest.skip(NO_CHROMIUM)
+    b = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
+    yield b
+    b.close()

@@ -22,7 +22,7 @@ from stablehlo_layout.engine import state as P
 from stablehlo_layout.engine.result import copy_groups
 from tests.conftest import analyze_text
 from tests.support import ROOT
-from tests.support.browser import NO_CHROMIUM, Browser, chromium
+from tests.support.browser import Browser
 
 SEED = "examples/pinned_transpose.mlir"
 
@@ -135,16 +135,6 @@ def test_each_round_is_one_worklist_run_seeded_by_the_entry():
 
 
 # --- in a real browser ---------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    binary = chromium()
-    if binary is None:
-        pytest.skip(NO_CHROMIUM)
-    b = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
-    yield b
-    b.close()
 
 
 def _node_text(b: Browser, op: str) -> str:

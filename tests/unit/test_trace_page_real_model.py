@@ -23,33 +23,14 @@ from pathlib import Path
 import pytest
 
 from stablehlo_layout.report.explain import TRACE_WORDS, quantity
-from tests.support.browser import NO_CHROMIUM, Browser, chromium
+from tests.support.browser import Browser
 from tests.support.command import QUIET, environment, run_command
+from tests.unit.test_dump_target import _PROGRAM as CONVNET_STEP
 
 pytestmark = pytest.mark.browser
 
-_STEP = """
-import sys
-import jax, jax.numpy as jnp
-def loss(w, k, x):
-    y = jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW"))
-    y = jax.nn.relu(y).reshape(x.shape[0], -1)
-    return jnp.sum(jnp.tanh(y @ w) ** 2)
-step = jax.jit(jax.grad(loss, argnums=(0, 1)))
-args = (jnp.ones((8 * 16 * 16, 10)), jnp.ones((8, 3, 3, 3)), jnp.ones((4, 3, 16, 16)))
-step.lower(*args).compile(compiler_options={"xla_dump_to": sys.argv[1],
-                                            "xla_dump_hlo_pass_re": "layout-assignment"})
-"""
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    binary = chromium()
-    if binary is None:
-        pytest.skip(NO_CHROMIUM)
-    b = Browser(binary, tmp_path_factory.mktemp("chromium-profile"))
-    yield b
-    b.close()
+# The convnet step test_dump_target dumps: NCHW convolution, a dense head, its gradient.
+_STEP = CONVNET_STEP
 
 
 @pytest.fixture(scope="module")
