@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout.ir import conv_order, entry_modes
+from stablehlo_layout.ir import conv_order, dot_order, entry_modes
 from stablehlo_layout.ir.inline import inline_calls
+from stablehlo_layout.ir.transposes import sink_transposes
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.xla import entry_copies
 
@@ -44,7 +45,7 @@ class Where:
 class Candidate:
     """One change to try: ``apply`` makes it on a module (in place) and says whether anything changed."""
 
-    kind: str  # "entry-layout" | "convolution-order"
+    kind: str  # "entry-layout" | "convolution-order" | "dot-operand-order"
     what: str  # the change, as the user would make it
     where: Where
     apply: Callable[[ir.Module], bool]
@@ -170,7 +171,7 @@ def _conv_candidates(program: ir.Module, path: str) -> list[Candidate]:
         def apply(module: ir.Module, order: str = order) -> bool:
             inline_calls(module)
             changed = conv_order.rewrite_convolutions(module, order)
-            conv_order.sink_transposes(module)
+            sink_transposes(module)
             return changed > 0
 
         out.append(Candidate("convolution-order",
@@ -180,6 +181,38 @@ def _conv_candidates(program: ir.Module, path: str) -> list[Candidate]:
     return out
 
 
+def _dot_candidates(program: ir.Module, path: str) -> list[Candidate]:
+    # Dots are counted with private calls inlined, as every change is applied (a convolution
+    # rewrite inlines them too): the same index names the same dot whichever comes first.
+    inlined = ir.Module.parse(str(program.operation.get_asm(enable_debug_info=True)), program.context)
+    inline_calls(inlined)
+    sites = dot_order.dots(inlined)
+    groups = [[s] for s in sites] if len(sites) <= ONE_BY_ONE else [sites]
+    out = []
+    for group in groups:
+        first = where_of(group[0].location, path, "stablehlo.dot_general")
+        only = {s.index for s in group}
+        said = first.text() if len(group) == 1 else f"{first.text()} and {len(group) - 1} more"
+
+        def apply(module: ir.Module, only: set[int] = only) -> bool:
+            inline_calls(module)
+            changed = dot_order.swap_operands(module, only)
+            sink_transposes(module)
+            return changed > 0
+
+        if len(group) == 1:
+            shapes = "x".join(map(str, group[0].swapped)), "x".join(map(str, group[0].shape))
+            what = (f"write the dot at {said} with its operands the other way round (einsum 'ij,jk->ik' as "
+                    f"'jk,ij->ki'): it computes the {shapes[0]} the program reads instead of a {shapes[1]} "
+                    "that the program transposes")
+        else:
+            what = (f"write the dots at {said} with their operands the other way round (einsum 'ij,jk->ik' as "
+                    "'jk,ij->ki'): each computes the order the program reads instead of one it transposes")
+        out.append(Candidate("dot-operand-order", what, first, apply))
+    return out
+
+
 def propose(program: ir.Module, after: str, path: str) -> list[Candidate]:
     """The changes worth one XLA compile each, for ``program`` whose XLA layout is ``after``."""
-    return [*entry_candidates(program, after, path), *_conv_candidates(program, path)]
+    return [*entry_candidates(program, after, path), *_conv_candidates(program, path),
+            *_dot_candidates(program, path)]

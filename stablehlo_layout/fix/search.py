@@ -121,8 +121,11 @@ def fix_module(module: ir.Module, path: str, target: Target, entry_layouts: str 
                     again.append((follow, _applied(program, [follow], path)[0]))
         tried.extend(verified)
         tried.extend(_verify(again, compile_text, label, jobs, say))
+    # On a tie a rewrite of the program goes before an entry-layout change: a changed entry
+    # layout reaches the caller, who then hands or receives the value in another layout.
     good = sorted((t for t in tried if t.measured is not None and t.measured.bytes < base.bytes),
-                  key=lambda t: (t.measured.bytes, t.measured.copies))  # type: ignore[union-attr]
+                  key=lambda t: (t.measured.bytes, t.measured.copies,  # type: ignore[union-attr]
+                                 t.candidate.kind == "entry-layout"))
     chosen: list[Tried] = []
     best_text, best = program, base
     for t in good:
