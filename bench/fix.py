@@ -9,7 +9,8 @@ rank-2+ parameter pinned column-major, and with free entry layouts.
 ``--models`` adds the 24 flax / haiku / equinox / optax programs of the
 differential corpus.  Every number is XLA's (``fix``'s own measure); the
 written program is run against the original through XLA:CPU on the same
-inputs (exact where only layouts changed, within 1e-4 otherwise).
+inputs (exact where only layouts changed, within 1e-4 otherwise, or within
+what one ulp of input moves the original itself: ``same_results``).
 
 The cost line compiles the benchmark transformer (``workload.py``, L
 layers) once with XLA, then runs ``fix`` on it: the ratio is fix's time
@@ -109,17 +110,46 @@ def lowered(fn: Callable[..., Any], args: list[jax.ShapeDtypeStruct], mode: str)
     module = mlir.load(text, fn.__name__, mlir.make_context())
     pins = {i: "{" + ",".join(map(str, range(len(a.shape)))) + "}" for i, a in enumerate(args) if len(a.shape) >= 2}
     entry_modes.set_modes(module, pins, {})
-    return module.operation.get_asm(enable_debug_info=True), "default"
+    return str(module.operation.get_asm(enable_debug_info=True)), "default"
 
 
-def same_results(original: str, fixed: str, exact: bool) -> bool:
+def _worst_relative(a: list[np.ndarray], b: list[np.ndarray]) -> float:
+    """The largest |a - b| / (|a| + 1e-3) over the finite float elements of every output."""
+    worst = 0.0
+    for x, y in zip(a, b):
+        if x.dtype.kind != "f":
+            continue
+        both = np.isfinite(x) & np.isfinite(y)
+        if both.any():
+            diff = np.abs(x[both].astype(np.float64) - y[both]) / (np.abs(x[both]) + 1e-3)
+            worst = max(worst, float(diff.max()))
+    return worst
+
+
+def same_results(original: str, fixed: str, exact: bool) -> str:
+    """"yes" if the fixed program computes what the original does; "NO" if not.
+
+    Only layouts changed: bit for bit.  A rewrite that reorders arithmetic (a
+    convolution in another order, a dot with its operands swapped): within
+    1e-4, or, for a program so ill-conditioned on random inputs that XLA's own
+    rounding moves it further (a training step whose gradients reach 1e8),
+    within what the original itself moves when its float inputs move by one
+    ulp — then "yes, within rounding".
+    """
     from tests.support import equivalence
 
     inputs = equivalence.make_inputs(original, seed=0)
     a, b = equivalence.run(original, inputs), equivalence.run(fixed, inputs)
     if exact:
-        return all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b))
-    return all(np.allclose(x, y, rtol=1e-4, atol=1e-4, equal_nan=True) for x, y in zip(a, b))
+        return "yes" if all(np.array_equal(x, y, equal_nan=True) for x, y in zip(a, b)) else "NO"
+    if all(np.allclose(x, y, rtol=1e-4, atol=1e-4, equal_nan=True) for x, y in zip(a, b)):
+        return "yes"
+    if any(not np.array_equal(np.isfinite(x), np.isfinite(y)) for x, y in zip(a, b) if x.dtype.kind == "f"):
+        return "NO"
+    nudged = [np.nextafter(x, np.inf).astype(x.dtype) if x.dtype.kind == "f" else x for x in inputs]
+    noise = _worst_relative(a, equivalence.run(original, nudged))
+    change = _worst_relative(a, b)
+    return f"yes, within rounding ({change:.1e}; 1 ulp of input: {noise:.1e})" if change <= noise else "NO"
 
 
 def main() -> int:
@@ -155,7 +185,7 @@ def main() -> int:
         kinds = {t.candidate.kind for t in r.fixes}
         same = "-"
         if args.target == "xla-cpu" and r.fixes:
-            same = "yes" if same_results(text, r.fixed_text, exact=kinds == {"entry-layout"}) else "NO"
+            same = same_results(text, r.fixed_text, exact=kinds == {"entry-layout"})
         removed = (1 - r.after.bytes / r.before.bytes) if r.before.bytes else 0.0
         print(f"{label:<44} {r.before.copies:>5} -> {r.after.copies:<5} {r.before.bytes:>13} {r.after.bytes:>11} "
               f"{removed:>7.1%} {len(r.fixes):>5}  {same}  ({seconds:.1f}s)")

@@ -151,39 +151,41 @@ def reshape_layout(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequen
     """The layout XLA:GPU derives for one side of a reshape from the other's.
 
     The dims that are not size 1 are aligned as AlignLayouts does.  Each
-    size-1 output dim then sits right above (more major than) the next dim
-    after it that is not size 1, and size-1 dims after the last such dim are
-    most minor: a size-1 dim travels with its logical neighbour, as in a
-    row-major reshape.  (Observed on jaxlib 0.10.2's XLA:GPU, e.g.
-    f32[10,20]{0,1} -> [1,10,20]{1,0,2}, [10,1,20]{0,2,1}, [10,20,1]{2,0,1};
-    AlignLayouts proper would put every size-1 dim most major.)  When the
-    dump already gives the derived side a layout (``given``) that is one of
-    these equivalent bitcast layouts, that layout stays, as XLA keeps it.
+    size-1 output dim keeps its place beside the dims that are not: it sits
+    right above (more major than) the dim that follows it, major to minor, in
+    the layout the side already has, and after the last such dim it is most
+    minor.  The layout it already has is the one the dump gives it
+    (``given``), else row-major, so a size-1 dim travels with its logical
+    neighbour as in a row-major reshape.  (Observed on jaxlib 0.10.2's
+    XLA:GPU, e.g. f32[10,20]{0,1} -> [1,10,20]{1,0,2}, [10,1,20]{0,2,1},
+    [10,20,1]{2,0,1}; and on a dump whose f32[1,2,16,16] is given
+    {2,0,3,1}, where the size-1 dim 0 sits above dim 2, the reshape to a
+    row-major [2,16,16] reads it {3,2,0,1}, not row-major.  AlignLayouts
+    proper would put every size-1 dim most major.)
     """
     if 1 not in in_dims and 1 not in out_dims:
         return L.align_layouts(in_dims, in_layout, out_dims)
-    if given is not None:
-        # A layout the dump already gives the other side stays, if it is one of
-        # the equivalent bitcast layouts.
-        kept = align_layouts_gpu(in_dims, in_layout, out_dims, given)
-        if kept == given:
-            return given
     found = _align_without_size1(in_dims, in_layout, out_dims)
     if found is None:
         return None
     keep_out, simple = found
-    # Each kept output dim carries the size-1 dims just before it (descending,
-    # so the nearest is most minor); trailing size-1 dims lead, most minor.
-    last = keep_out[-1] if keep_out else -1
-    carried: dict[int, list[int]] = {}
-    before = 0
-    for d in keep_out:
-        carried[d] = list(range(d, before - 1, -1))
-        before = d + 1
-    layout = list(range(len(out_dims) - 1, last, -1))
-    for k in simple:
-        layout.extend(carried[keep_out[k]])
-    return L.intern(layout)
+    if given is None or len(given) != len(out_dims):
+        given = L.default_layout(len(out_dims))
+    # Major to minor in the layout the side has: each size-1 dim belongs to the next dim that is not.
+    carried: dict[int, list[int]] = {d: [] for d in keep_out}
+    waiting: list[int] = []
+    for d in reversed(given):
+        if out_dims[d] == 1:
+            waiting.append(d)
+        else:
+            carried[d], waiting = waiting, []
+    trailing = waiting
+    major_to_minor: list[int] = []
+    for k in reversed(simple):
+        major_to_minor.extend(carried[keep_out[k]])
+        major_to_minor.append(keep_out[k])
+    major_to_minor.extend(trailing)
+    return L.intern(reversed(major_to_minor))
 
 
 def _align_without_size1(in_dims: Sequence[int], in_layout: L.Layout,
@@ -196,28 +198,6 @@ def _align_without_size1(in_dims: Sequence[int], in_layout: L.Layout,
     keep_out = [d for d, e in enumerate(out_dims) if e != 1]
     simple = L.align_layouts([in_dims[d] for d in keep_in], simple_in, [out_dims[d] for d in keep_out])
     return None if simple is None else (keep_out, simple)
-
-
-def align_layouts_gpu(in_dims: Sequence[int], in_layout: L.Layout, out_dims: Sequence[int],
-                      template: L.Layout) -> L.Layout | None:
-    """AlignLayouts, but size-1 output dims stay where ``template`` has them.
-
-    The non-degenerate dims are aligned as XLA's AlignLayouts does; walking
-    the template from minor to major, each size-1 dim keeps its slot and
-    every other slot takes the next aligned dim.  Any placement of size-1
-    dims is a bitcast; ``reshape_layout`` uses it to recognise a given
-    layout that is equivalent to the derived one.
-    """
-    if 1 not in in_dims and 1 not in out_dims:
-        return L.align_layouts(in_dims, in_layout, out_dims)
-    found = _align_without_size1(in_dims, in_layout, out_dims)
-    if found is None:
-        return None
-    keep_out, simple = found
-    aligned = iter(keep_out[d] for d in simple)
-    if len(template) != len(out_dims):
-        template = L.default_layout(len(out_dims))
-    return L.intern(d if out_dims[d] == 1 else next(aligned) for d in template)
 
 
 class XlaGpuTarget(Target):

@@ -22,7 +22,7 @@ from tests.differential import sharded_run
 DUMPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "xla_sharded_dumps")
 
 # backend -> (values agreeing, non-trivial agreeing, XLA copies matched) at least, over the slice.
-FLOORS = {"cpu": (1.0, 1.0, 1.0), "gpu": (0.98, 0.80, 0.60), "tpu": (0.85, 0.45, 0.15)}
+FLOORS = {"cpu": (1.0, 1.0, 1.0), "gpu": (1.0, 1.0, 1.0), "tpu": (0.85, 0.45, 0.15)}
 
 
 def _totals(backend: str) -> dict[str, int]:

@@ -7,10 +7,11 @@ from dataclasses import replace
 import pytest
 
 from stablehlo_layout.ir import mlir
+from stablehlo_layout.frontends import cli
 from stablehlo_layout.frontends.api import assign_module
 from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.targets import XlaGpuTarget, get_target, load_gpu
-from stablehlo_layout.targets.xla_gpu import align_layouts_gpu, matrix_layout_ok, reshape_layout
+from stablehlo_layout.targets.xla_gpu import matrix_layout_ok, reshape_layout
 from tests.support.equivalence import assert_bit_identical
 from tests.unit.test_lit_semantics import entry_mode, load_executable, run_lines
 from tests.conftest import assign_text
@@ -207,13 +208,6 @@ def test_matrix_layout_ok():
     assert not matrix_layout_ok((2, 1, 0), "s64", [0], [1], [2])
 
 
-def test_align_layouts_gpu_keeps_size_one_dims_in_place():
-    assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 20), (0, 2, 1)) == (0, 2, 1)
-    assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 1, 20), (0, 2, 3, 1)) == (0, 2, 3, 1)
-    assert align_layouts_gpu((10, 20), (1, 0), (1, 10, 20), (0, 1, 2)) == (0, 2, 1)
-    assert align_layouts_gpu((10, 20), (0, 1), (200,), (0,)) is None
-
-
 def test_reshape_layout_size_one_dims_travel_with_their_neighbour():
     # What jaxlib 0.10.2's XLA:GPU compiled for these reshapes (deviceless, H100).
     assert reshape_layout((10, 20), (0, 1), (1, 10, 20)) == (1, 0, 2)
@@ -222,10 +216,27 @@ def test_reshape_layout_size_one_dims_travel_with_their_neighbour():
     assert reshape_layout((10, 1, 20), (0, 2, 1), (10, 20)) == (0, 1)
     # Row-major stays row-major, with any number of size-1 dims.
     assert reshape_layout((2, 3), (1, 0), (1, 1, 2, 1, 3, 1)) == (5, 4, 3, 2, 1, 0)
-    # A given layout that is an equivalent bitcast layout is kept; another is not.
+    # A layout the dump gives that is an equivalent bitcast layout is kept.
     assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(0, 2, 1)) == (0, 2, 1)
-    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(1, 2, 0)) == (2, 1, 0)
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 1, 20), given=(0, 2, 3, 1)) == (0, 2, 3, 1)
+    # Another keeps where its size-1 dims sit: above the dim that follows them, major to minor.
+    assert reshape_layout((10, 20), (1, 0), (1, 10, 20), given=(1, 2, 0)) == (2, 0, 1)
     assert reshape_layout((10, 20), (0, 1), (200,)) is None
+
+
+def test_a_size_one_dim_keeps_its_place_from_the_dump(tmp_path, capsys):
+    """XLA:GPU h100 on a sharded attention's dump (one head per device): the BEFORE module gives
+    f32[1,2,16,16] {2,0,3,1}, its size-1 dim 0 above dim 2; a row-major f32[2,16,16] reshape of it
+    makes XLA read it {3,2,0,1}, the size-1 dim still above dim 2 (AlignLayouts proper: {3,2,1,0})."""
+    folder = ROOT / "tests" / "unit" / "xla_sharded_dumps" / "gpu" / "megatron_attention-2"
+    before, after = ((folder / name).read_text() for name in ("before.txt", "after.txt"))
+    assert "f32[1,2,16,16]{2,0,3,1} transpose(%dot_general.29)" in before
+    assert "f32[1,2,16,16]{3,2,0,1} transpose(%dot_general.29)" in after
+    assert reshape_layout((2, 16, 16), (2, 1, 0), (1, 2, 16, 16), given=(2, 0, 3, 1)) == (3, 2, 0, 1)
+    out = tmp_path / "out.mlir"
+    assert cli.main(["assign", "--target", "xla-gpu", "--gpu", "h100", str(folder / "before.txt"), "-o", str(out)]) == 0
+    assert 'xla_shape = "f32[1,2,16,16]{3,2,0,1}"' in out.read_text()
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize("path", GPU_LIT_FILES, ids=[p.name for p in GPU_LIT_FILES])
