@@ -29,6 +29,8 @@ PROBES = {
     "conv_nhwc_bf16": "forward convolution on PJRT's default entry layouts: no copy",
     "pinned_layouts_f32": "a 2-D dot's square result is row-major, then copied to the pinned layout",
     "sort_topk_f32": "TopK fed by a parameter: operand and results share the entry results' layout",
+    "reduce_follows_operand": "a reduce writes its operand's layout, reduced dims taken out, and the copy to its "
+                              "users' layout comes after it",
     "pallas_add": "a Pallas (Mosaic) kernel's tpu_custom_call: its operand_layout_constraints honoured",
 }
 
