@@ -9,6 +9,7 @@ Reads the stored dumps only: no jax[tpu] or libtpu needed.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -47,6 +48,32 @@ def test_probe_agrees_with_xla(program, generation):
     assert r["agree"] == r["values"], [d for d in r["diffs"] if d["kind"] == "layout"][:3]
     assert r["xla_copies_matched"] == r["xla_copies"] == r["our_copies"], \
         [d for d in r["diffs"] if d["kind"] != "layout"][:3]
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+def test_inside_a_fusion_what_nothing_constrains_is_row_major(generation):
+    """In ``fusion_row_major`` the second gather fusion (``fused_computation.1``:
+    index arithmetic on s32[8,2,1], a bitpacking custom call, the gather) is
+    row-major throughout, though {0,2,1} / {0,1} pad less: XLA gives fused
+    instructions the default layout.  Its parameter takes the fusion operand's
+    layout, which the target does not model (the fusion op is pinned row-major),
+    nor the first fusion, whose gather reaches its root through a transpose."""
+    folder = os.path.join(DUMPS, generation, "fusion_row_major")
+    if not jaxlib_reads(os.path.join(folder, "before.txt")):
+        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
+    with open(os.path.join(folder, "after.txt")) as f:
+        body = f.read().split("%fused_computation.1 ", 1)[1].split("\n}", 1)[0]
+    # %name = type[dims]{minor_to_major:tiles} op(...), arrays of rank >= 2 only.
+    fused = re.findall(r"%(\S+) = \w+\[(\d+(?:,\d+)+)\]\{([\d,]+)[:}].*? (\w[\w-]*)\(", body)
+    names = {name for name, _, _, op in fused if op != "parameter"}
+    assert len(names) >= 10
+    assert all(m2m == ",".join(map(str, range(dims.count(","), -1, -1)))
+               for name, dims, m2m, _ in fused if name in names), "XLA lays the fused instructions out row-major"
+    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
+                              target="xla-tpu", tpu=generation, unique_keys=True)
+    assert r["status"] == "ok", r.get("error")
+    wrong = [d for d in r["diffs"] if d["kind"] == "layout" and d["name"] in names]
+    assert not wrong, wrong[:3]
 
 
 def test_conv_layout_pads_least():
