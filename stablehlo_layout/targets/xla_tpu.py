@@ -16,7 +16,8 @@ that show it:
   already so laid out, its spatial dims most major and its batch/feature
   (kernel: input/output feature) pair minor in the order that pads least;
 * a dot writes its batch dims major and its free dims minor in the order that
-  pads least; a batched dot reads each operand likewise;
+  pads least; a batched dot reads each operand likewise; a dot whose lhs has
+  several free dims has its own rule (``_flattened_dot``);
 * a reduce writes its operand's layout, the reduced dims taken out, and
   never another: its users' layout comes by a copy after it;
 * inside a gather / scatter fusion formed before the pass, what nothing
@@ -182,7 +183,8 @@ class XlaTpuTarget(Target):
                          "minor, in the order that pads least under the (8,128) tiles (the last dim minor on a tie)")
             yield Demand.on_results(iid, [L.intern(lay)], why)
         if not nb:
-            return  # a dot without batch dims reads its operands in whatever layout they come
+            yield from self._flattened_dot(g, iid)
+            return  # otherwise a dot without batch dims reads its operands in whatever layout they come
         for n, batch, contracting in ((0, a["lhs_batch"], a["lhs_contracting"]),
                                       (1, a["rhs_batch"], a["rhs_contracting"])):
             v = g.values[ins.operands[n]]
@@ -195,6 +197,41 @@ class XlaTpuTarget(Target):
                          "contracting dims minor, in the order that pads least under the (8,128) tiles (the "
                          "last dim minor on a tie)")
             yield Demand.on_operand(iid, n, L.intern(lay), why)
+
+    def _flattened_dot(self, g: "Graph", iid: int) -> Iterator[Demand]:
+        """A dot without batch dims whose lhs has two or more free dims
+        (``[b, t, d] x [d, h]``, ``*/dense_dots``): the lhs is read in the
+        order that pads least among those whose two minor dims hold its
+        contracting dim (the other dims row-major above), the rhs in the
+        order of its two dims that pads least; the result has the rhs free
+        dim minor and the lhs free dims above it in the lhs's order."""
+        ins = g.instrs[iid]
+        a = ins.attrs
+        lhs, rhs = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        if not (lhs.is_array and rhs.is_array and out.is_array) or rhs.rank != 2 or lhs.rank < 3 \
+                or len(a["lhs_contracting"]) != 1 or len(a["rhs_contracting"]) != 1 or out.rank != lhs.rank:
+            return
+        c = a["lhs_contracting"][0]
+        lhs_lay = tpu_tiles.least_padded(lhs.element, tuple(lhs.dims), minor_pair_has=c)
+        rhs_lay = tpu_tiles.least_padded(rhs.element, tuple(rhs.dims))
+        if lhs_lay is None or rhs_lay is None:
+            return
+        free = [d for d in range(lhs.rank) if d != c]
+        # The rhs free dim minor; above it the lhs free dims in the lhs's order, unless
+        # another order with the rhs free dim minor pads less.
+        follow = (out.rank - 1,) + tuple(free.index(d) for d in lhs_lay if d != c)
+        least = tpu_tiles.least_padded(out.element, tuple(out.dims), minor_pair_has=out.rank - 1)
+        out_lay = follow if least is None or tpu_conv.pads(out.element, out.dims, follow) <= tpu_conv.pads(
+            out.element, out.dims, least) else least
+        why = Origin("target:tpu-flattened-dot", iid, None,
+                     "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
+                     "order that pads least with the contracting dim among the two minor ones, the rhs in the "
+                     "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
+                     "lhs has them")
+        yield Demand.on_results(iid, [L.intern(out_lay)], why)
+        yield Demand.on_operand(iid, 0, L.intern(lhs_lay), why)
+        yield Demand.on_operand(iid, 1, L.intern(rhs_lay), why)
 
     def _convolution(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """Spatial dims most major (dimension 0 first), the batch/feature (kernel:

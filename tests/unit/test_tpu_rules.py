@@ -32,6 +32,8 @@ PROBES = {
     "sort_topk_f32": "TopK fed by a parameter: operand and results share the entry results' layout",
     "reduce_follows_operand": "a reduce writes its operand's layout, reduced dims taken out, and the copy to its "
                               "users' layout comes after it",
+    "dense_dots": "dots without batch dims whose lhs has several free dims: lhs contracting dim in the minor pair, "
+                  "rhs pad-least, result rhs free dim minor, the lhs free dims above it in the lhs's order",
     "pallas_add": "a Pallas (Mosaic) kernel's tpu_custom_call: its operand_layout_constraints honoured",
 }
 
