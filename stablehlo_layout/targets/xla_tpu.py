@@ -20,6 +20,8 @@ that show it:
   several free dims has its own rule (``_flattened_dot``);
 * a reduce writes its operand's layout, the reduced dims taken out, and
   never another: its users' layout comes by a copy after it;
+* a reshape of a custom call's fixed result reads the layout that keeps it
+  a bitcast: the copy goes between them (``_reshape_of_fixed``);
 * inside a gather / scatter fusion formed before the pass, what nothing
   constrains is row-major (``_in_fusion``);
 * a reshape writes, and any value nothing constrains takes, the layout that
@@ -160,8 +162,9 @@ class XlaTpuTarget(Target):
         if made is None:
             why = Origin("target:tpu-reshape-result", iid, None,
                          "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
-            made = reshapes[iid] = Demand.on_results(iid, [self.unconstrained_layout(g, out)], why)
-        yield made
+            lay = self.unconstrained_layout(g, out)
+            made = reshapes[iid] = (Demand.on_results(iid, [lay], why),) + _reshape_of_fixed(g, iid, lay)
+        yield from made
 
     def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """A dot writes its result with the batch dims most major and its two
@@ -272,6 +275,26 @@ def _reduce_output(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r:
     if not (src.is_array and out.is_array) or src.rank != len(operand) or src.rank - out.rank != len(ins.attrs["dims"]):
         return None
     return L.reduce_output_layout(operand, ins.attrs["dims"])
+
+
+def _reshape_of_fixed(g: "Graph", iid: int, lay: L.Layout) -> tuple[Demand, ...]:
+    """XLA:TPU keeps a reshape a bitcast; where its operand is the result of a
+    custom call whose layouts are fixed (``operand_layout_constraints``:
+    ``InvertDiagBlocksLowerTriangular`` writes f32[1,2,2] ``{1,2,0}``), the
+    copy goes between them: the reshape reads the layout its result's makes a
+    bitcast (``*/reshape_of_custom_call``)."""
+    ins = g.instrs[iid]
+    src, out = g.values[ins.operands[0]], g.values[ins.results[0]]
+    producer = g.instrs[src.producer]
+    if not src.is_array or producer.op == "parameter" or "operand_layouts" not in producer.attrs \
+            or not L.reshape_derivable(src.dims, out.dims):
+        return ()
+    back = L.align_layouts(out.dims, lay, src.dims)  # type: ignore[arg-type]
+    if back is None:
+        return ()
+    why = Origin("target:tpu-reshape-of-fixed", iid, None,
+                 "XLA:TPU keeps a reshape a bitcast: a custom call's fixed result is copied before it")
+    return (Demand.on_operand(iid, 0, L.intern(back), why),)
 
 
 def _in_fusion(g: "Graph", v: "Value") -> bool:
