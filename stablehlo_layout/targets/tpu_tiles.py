@@ -112,14 +112,16 @@ def default_entry_layout(element: str, dims: tuple[int, ...]) -> tuple[int, ...]
 
 
 @functools.lru_cache(maxsize=4096)
-def least_padded(element: str, dims: tuple[int, ...], entry: bool = False) -> tuple[int, ...] | None:
+def least_padded(element: str, dims: tuple[int, ...], entry: bool = False,
+                 minor_pair_has: int | None = None) -> tuple[int, ...] | None:
     """The minor_to_major whose array pads least under its tiles (``entry``: an entry array's).
 
     Among all orders, the one whose array pads to the fewest elements; a tie
     goes to the lexicographically greatest minor_to_major (row-major beats
     any other order; otherwise the dims above the two minor ones stay in
-    row-major order).  None for a type no dump has shown, and for an array
-    of no elements (nothing pads; the caller's default stands).
+    row-major order).  ``minor_pair_has``: only orders whose two minor
+    dims include this one.  None for a type no dump has shown, and for an
+    array of no elements (nothing pads; the caller's default stands).
     """
     if element not in BITS or any(d is None or d == 0 for d in dims):
         return None
@@ -130,6 +132,8 @@ def least_padded(element: str, dims: tuple[int, ...], entry: bool = False) -> tu
     # Only the two minor dims are tiled: the cost depends on which two they
     # are and in which order, and the tie rule orders the rest row-major.
     for minor, second in itertools.permutations(range(rank), 2):
+        if minor_pair_has is not None and minor_pair_has not in (minor, second):
+            continue
         rest = tuple(d for d in range(rank) if d not in (minor, second))
         perm = (minor, second) + tuple(sorted(rest, reverse=True))
         t = tiles(element, dims, perm, entry=entry)

@@ -16,7 +16,14 @@ that show it:
   already so laid out, its spatial dims most major and its batch/feature
   (kernel: input/output feature) pair minor in the order that pads least;
 * a dot writes its batch dims major and its free dims minor in the order that
-  pads least; a batched dot reads each operand likewise;
+  pads least; a batched dot reads each operand likewise; a dot whose lhs has
+  several free dims has its own rule (``_flattened_dot``);
+* a reduce writes its operand's layout, the reduced dims taken out, and
+  never another: its users' layout comes by a copy after it;
+* a reshape of a custom call's fixed result reads the layout that keeps it
+  a bitcast: the copy goes between them (``_reshape_of_fixed``);
+* inside a gather / scatter fusion formed before the pass, what nothing
+  constrains is row-major (``_in_fusion``);
 * a reshape writes, and any value nothing constrains takes, the layout that
   pads least (``unconstrained_layout``);
 * everything else follows XLA's base pass: transposes become bitcasts, the
@@ -76,7 +83,8 @@ class XlaTpuTarget(Target):
     name = "xla-tpu"
     inline_calls = True
     uniform_rounds = True
-    refined_ops = frozenset({"stablehlo.custom_call"})  # TopK's rule (``rule``)
+    # TopK's and reduce's rules (``rule``).
+    refined_ops = frozenset({"stablehlo.custom_call", "stablehlo.reduce", "mhlo.reduce"})
 
     def __init__(self, generation: str | None = None) -> None:
         self.generation = check_generation(generation or DEFAULT_GENERATION)
@@ -96,6 +104,8 @@ class XlaTpuTarget(Target):
         parameter and the scalar broadcasts beside it come out ``{0,1}`` (on
         the TPU differential's generated programs 70% of the non-trivial
         layouts agree with this rule, 61% without it)."""
+        if _in_fusion(g, v):
+            return L.default_layout(v.rank)
         lay = tpu_tiles.least_padded(v.element, tuple(v.dims))
         return L.default_layout(v.rank) if lay is None else L.intern(lay)
 
@@ -105,6 +115,11 @@ class XlaTpuTarget(Target):
 
     def rule(self, g: "Graph", ins: "Instruction") -> OpRule:
         r = rule_for(ins.op)
+        # A reduce writes its operand's layout with the reduced dims taken out
+        # when nothing else holds its result (*/reduce_follows_operand; all 194
+        # rank >= 2 reduces of the v5e differential's seed 0 do).
+        if r.hlo == "reduce" and len(ins.operands) == 2:
+            return replace(r, output_from_operand=_reduce_output, siblings=False, forward_mandatory=True)
         # TopK reads its operand in the layout it writes both results in
         # (*/topk_paths, */sort_topk_f32).  Which side XLA:TPU keeps when the
         # operand is computed, not a parameter, is not reproduced (TPU-OBSERVED §5).
@@ -147,8 +162,9 @@ class XlaTpuTarget(Target):
         if made is None:
             why = Origin("target:tpu-reshape-result", iid, None,
                          "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
-            made = reshapes[iid] = Demand.on_results(iid, [self.unconstrained_layout(g, out)], why)
-        yield made
+            lay = self.unconstrained_layout(g, out)
+            made = reshapes[iid] = (Demand.on_results(iid, [lay], why),) + _reshape_of_fixed(g, iid, lay)
+        yield from made
 
     def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """A dot writes its result with the batch dims most major and its two
@@ -170,7 +186,8 @@ class XlaTpuTarget(Target):
                          "minor, in the order that pads least under the (8,128) tiles (the last dim minor on a tie)")
             yield Demand.on_results(iid, [L.intern(lay)], why)
         if not nb:
-            return  # a dot without batch dims reads its operands in whatever layout they come
+            yield from self._flattened_dot(g, iid)
+            return  # otherwise a dot without batch dims reads its operands in whatever layout they come
         for n, batch, contracting in ((0, a["lhs_batch"], a["lhs_contracting"]),
                                       (1, a["rhs_batch"], a["rhs_contracting"])):
             v = g.values[ins.operands[n]]
@@ -183,6 +200,41 @@ class XlaTpuTarget(Target):
                          "contracting dims minor, in the order that pads least under the (8,128) tiles (the "
                          "last dim minor on a tie)")
             yield Demand.on_operand(iid, n, L.intern(lay), why)
+
+    def _flattened_dot(self, g: "Graph", iid: int) -> Iterator[Demand]:
+        """A dot without batch dims whose lhs has two or more free dims
+        (``[b, t, d] x [d, h]``, ``*/dense_dots``): the lhs is read in the
+        order that pads least among those whose two minor dims hold its
+        contracting dim (the other dims row-major above), the rhs in the
+        order of its two dims that pads least; the result has the rhs free
+        dim minor and the lhs free dims above it in the lhs's order."""
+        ins = g.instrs[iid]
+        a = ins.attrs
+        lhs, rhs = (g.values[v] for v in ins.operands[:2])
+        out = g.values[ins.results[0]]
+        if not (lhs.is_array and rhs.is_array and out.is_array) or rhs.rank != 2 or lhs.rank < 3 \
+                or len(a["lhs_contracting"]) != 1 or len(a["rhs_contracting"]) != 1 or out.rank != lhs.rank:
+            return
+        c = a["lhs_contracting"][0]
+        lhs_lay = tpu_tiles.least_padded(lhs.element, tuple(lhs.dims), minor_pair_has=c)
+        rhs_lay = tpu_tiles.least_padded(rhs.element, tuple(rhs.dims))
+        if lhs_lay is None or rhs_lay is None:
+            return
+        free = [d for d in range(lhs.rank) if d != c]
+        # The rhs free dim minor; above it the lhs free dims in the lhs's order, unless
+        # another order with the rhs free dim minor pads less.
+        follow = (out.rank - 1,) + tuple(free.index(d) for d in lhs_lay if d != c)
+        least = tpu_tiles.least_padded(out.element, tuple(out.dims), minor_pair_has=out.rank - 1)
+        out_lay = follow if least is None or tpu_conv.pads(out.element, out.dims, follow) <= tpu_conv.pads(
+            out.element, out.dims, least) else least
+        why = Origin("target:tpu-flattened-dot", iid, None,
+                     "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
+                     "order that pads least with the contracting dim among the two minor ones, the rhs in the "
+                     "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
+                     "lhs has them")
+        yield Demand.on_results(iid, [L.intern(out_lay)], why)
+        yield Demand.on_operand(iid, 0, L.intern(lhs_lay), why)
+        yield Demand.on_operand(iid, 1, L.intern(rhs_lay), why)
 
     def _convolution(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """Spatial dims most major (dimension 0 first), the batch/feature (kernel:
@@ -215,6 +267,49 @@ class XlaTpuTarget(Target):
                          f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
                          "the order that pads least under the (8,128) tiles")
             yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
+
+
+def _reduce_output(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r: int) -> L.Layout | None:
+    """A reduce's result in its (array) operand's layout, the reduced dims deleted."""
+    src, out = g.values[ins.operands[n]], g.values[ins.results[r]]
+    if not (src.is_array and out.is_array) or src.rank != len(operand) or src.rank - out.rank != len(ins.attrs["dims"]):
+        return None
+    return L.reduce_output_layout(operand, ins.attrs["dims"])
+
+
+def _reshape_of_fixed(g: "Graph", iid: int, lay: L.Layout) -> tuple[Demand, ...]:
+    """XLA:TPU keeps a reshape a bitcast; where its operand is the result of a
+    custom call whose layouts are fixed (``operand_layout_constraints``:
+    ``InvertDiagBlocksLowerTriangular`` writes f32[1,2,2] ``{1,2,0}``), the
+    copy goes between them: the reshape reads the layout its result's makes a
+    bitcast (``*/reshape_of_custom_call``)."""
+    ins = g.instrs[iid]
+    src, out = g.values[ins.operands[0]], g.values[ins.results[0]]
+    producer = g.instrs[src.producer]
+    if not src.is_array or producer.op == "parameter" or "operand_layouts" not in producer.attrs \
+            or not L.reshape_derivable(src.dims, out.dims):
+        return ()
+    back = L.align_layouts(out.dims, lay, src.dims)  # type: ignore[arg-type]
+    if back is None:
+        return ()
+    why = Origin("target:tpu-reshape-of-fixed", iid, None,
+                 "XLA:TPU keeps a reshape a bitcast: a custom call's fixed result is copied before it")
+    return (Demand.on_operand(iid, 0, L.intern(back), why),)
+
+
+def _in_fusion(g: "Graph", v: "Value") -> bool:
+    """Whether ``v`` is computed inside a fusion the BEFORE module already has
+    (XLA:TPU's ``gather_custom_fusion`` / ``scatter_custom_fusion``): the pass
+    leaves what nothing constrains there row-major (``*/embedding_grad_f32``;
+    of the 1000 instructions in such fusions in the v5e differential's seed 0,
+    all but those that follow a fusion parameter are row-major)."""
+    comp = g.comps[g.instrs[v.producer].comp]
+    while comp.caller is not None:
+        caller = g.instrs[comp.caller]
+        if caller.op == "mhlo.fusion":
+            return True
+        comp = g.comps[caller.comp]
+    return False
 
 
 def _held_layout(view: "TargetView", vid: int, depth: int = 8) -> L.Layout | None:

@@ -9,6 +9,7 @@ Reads the stored dumps only: no jax[tpu] or libtpu needed.
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -29,6 +30,10 @@ PROBES = {
     "conv_nhwc_bf16": "forward convolution on PJRT's default entry layouts: no copy",
     "pinned_layouts_f32": "a 2-D dot's square result is row-major, then copied to the pinned layout",
     "sort_topk_f32": "TopK fed by a parameter: operand and results share the entry results' layout",
+    "reduce_follows_operand": "a reduce writes its operand's layout, reduced dims taken out, and the copy to its "
+                              "users' layout comes after it",
+    "dense_dots": "dots without batch dims whose lhs has several free dims: lhs contracting dim in the minor pair, "
+                  "rhs pad-least, result rhs free dim minor, the lhs free dims above it in the lhs's order",
     "pallas_add": "a Pallas (Mosaic) kernel's tpu_custom_call: its operand_layout_constraints honoured",
 }
 
@@ -45,6 +50,50 @@ def test_probe_agrees_with_xla(program, generation):
     assert r["agree"] == r["values"], [d for d in r["diffs"] if d["kind"] == "layout"][:3]
     assert r["xla_copies_matched"] == r["xla_copies"] == r["our_copies"], \
         [d for d in r["diffs"] if d["kind"] != "layout"][:3]
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+def test_inside_a_fusion_what_nothing_constrains_is_row_major(generation):
+    """In ``fusion_row_major`` the second gather fusion (``fused_computation.1``:
+    index arithmetic on s32[8,2,1], a bitpacking custom call, the gather) is
+    row-major throughout, though {0,2,1} / {0,1} pad less: XLA gives fused
+    instructions the default layout.  Its parameter takes the fusion operand's
+    layout, which the target does not model (the fusion op is pinned row-major),
+    nor the first fusion, whose gather reaches its root through a transpose."""
+    folder = os.path.join(DUMPS, generation, "fusion_row_major")
+    if not jaxlib_reads(os.path.join(folder, "before.txt")):
+        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
+    with open(os.path.join(folder, "after.txt")) as f:
+        body = f.read().split("%fused_computation.1 ", 1)[1].split("\n}", 1)[0]
+    # %name = type[dims]{minor_to_major:tiles} op(...), arrays of rank >= 2 only.
+    fused = re.findall(r"%(\S+) = \w+\[(\d+(?:,\d+)+)\]\{([\d,]+)[:}].*? (\w[\w-]*)\(", body)
+    names = {name for name, _, _, op in fused if op != "parameter"}
+    assert len(names) >= 10
+    assert all(m2m == ",".join(map(str, range(dims.count(","), -1, -1)))
+               for name, dims, m2m, _ in fused if name in names), "XLA lays the fused instructions out row-major"
+    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
+                              target="xla-tpu", tpu=generation, unique_keys=True)
+    assert r["status"] == "ok", r.get("error")
+    wrong = [d for d in r["diffs"] if d["kind"] == "layout" and d["name"] in names]
+    assert not wrong, wrong[:3]
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+def test_the_copy_of_a_fixed_custom_call_result_goes_before_the_reshape(generation):
+    """``reshape_of_custom_call``: each triangular solve's InvertDiagBlocks* custom
+    call writes f32[1,4,4] ``{1,2,0}`` (its fixed layout); XLA:TPU keeps the reshape
+    after it a bitcast and copies the custom call's result to ``{2,1,0}``.  (The
+    dots after them break a tie the target does not reproduce: TPU-OBSERVED §8.)"""
+    folder = os.path.join(DUMPS, generation, "reshape_of_custom_call")
+    if not jaxlib_reads(os.path.join(folder, "before.txt")):
+        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
+    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
+                              target="xla-tpu", tpu=generation, unique_keys=True)
+    assert r["status"] == "ok", r.get("error")
+    xla = [c for c in r["xla_copy_full_info"] if c["src"].startswith("custom-call")]
+    assert len(xla) == 2 and all(c["dst"].startswith("{2,1,0") for c in xla)
+    assert all(c["matched"] for c in xla), xla
+    assert all(c["in_xla"] for c in r["our_copy_full_info"]), r["our_copy_full_info"]
 
 
 def test_conv_layout_pads_least():

@@ -63,7 +63,8 @@ sys.path.insert(0, str(REPO))
 
 # Big programs whose dumps are kept for two generations only.
 ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
-                "conv_operands_as_is", "dot_layouts", "topk_paths", "pallas_add"}
+                "conv_operands_as_is", "dot_layouts", "topk_paths", "pallas_add", "reduce_follows_operand",
+                "fusion_row_major", "dense_dots", "reshape_of_custom_call"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -109,6 +110,29 @@ def programs():  # noqa: C901  (a table of small programs)
     def reduces(x, y):
         return (jnp.sum(x, axis=0), jnp.sum(x, axis=1), jnp.sum(x, axis=2), jnp.sum(x, axis=(0, 2)),
                 jnp.max(y, axis=0), jnp.max(y, axis=1), jnp.max(y, axis=2))
+
+    def reduce_follow(x, y):
+        """A reduce writes its operand's layout, reduced dims taken out: of a pinned
+        {2,3,1,0} x the sum over dim 2 is {2,1,0}, copied to the pinned {0,2,1} result;
+        of a pinned {1,0,2} y the sum over dim 1 is {0,1}, copied to the default {1,0}."""
+        return jnp.sum(x, axis=2), jnp.sum(y, axis=1), jnp.min(jnp.sum(y, axis=1), axis=0)
+
+    def fused_gathers(x, idx):
+        """Inside the gather / scatter fusions XLA:TPU forms before layout assignment,
+        what nothing constrains is row-major, not the layout that pads least."""
+        return jnp.take(x, idx, axis=1) * 2, jnp.take_along_axis(x, jnp.stack([idx, idx, idx, idx] * 2), axis=1)
+
+    def dense_dots(x, w, y, v):
+        """Dots without batch dims whose lhs has several free dims: x [b,t,d] @ w [d,h]
+        with x pinned {1,2,0} and w column-major; y [8,4,3,3,3] @ v [3,5]."""
+        return x @ w, y @ v
+
+    def small_solves(a, b):
+        """Triangular solves small enough to be one block: XLA:TPU's
+        InvertDiagBlocks* custom calls write [1,n,n] {1,2,0}; the reshape after
+        them stays a bitcast, so the copy goes between."""
+        return (jax.scipy.linalg.solve_triangular(a, b, lower=True),
+                jax.scipy.linalg.solve_triangular(a, b, lower=False))
 
     def pools(x, y):
         mx = lax.reduce_window(x, -jnp.inf, lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
@@ -270,6 +294,13 @@ def programs():  # noqa: C901  (a table of small programs)
                                  [((4, 16, 16, 16), bf16), ((3, 3, 16, 32), bf16), ((3, 3, 32, 32), bf16)],
                                  single=False),
         "reduce_axes": P("reduce_axes", reduces, [((16, 32, 256), f32), ((16, 32, 256), bf16)], single=False),
+        "reduce_follows_operand": P("reduce_follows_operand", reduce_follow, [((6, 4, 6, 4), f32), ((3, 2, 6), f32)],
+                                    [(0, 1, 3, 2), (2, 0, 1)], [(1, 2, 0), None, None], single=False),
+        "fusion_row_major": P("fusion_row_major", fused_gathers, [((8, 3), f32), ((2,), s32)], single=False),
+        "dense_dots": P("dense_dots", dense_dots, [((2, 4, 32), f32), ((32, 96), f32), ((8, 4, 3, 3, 3), f32),
+                                                  ((3, 5), f32)], [(0, 2, 1), (1, 0), None, None], single=False),
+        "reshape_of_custom_call": P("reshape_of_custom_call", small_solves, [((4, 4), f32), ((4, 3), f32)],
+                                    single=False),
         "pooling": P("pooling", pools, [((8, 32, 32, 64), f32), ((8, 64, 32, 32), bf16)], single=False),
         "pad": P("pad", pads, [((30, 100), f32), ((4, 8, 128), bf16), ((16, 256), f32)], single=False),
         "sort_topk_f32": P("sort_topk_f32", sorts, [((64, 1000), f32)], single=False),
