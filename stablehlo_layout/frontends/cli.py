@@ -291,7 +291,8 @@ def _read_program(args: argparse.Namespace, ctx, target):
     if compiled.note:
         _say(args, compiled.note)
     args.compiled_by = compiled.backend
-    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
+    return (mlir.load(compiled.before, path, ctx, hlo_sources=True, hlo_proto=compiled.before_proto),
+            read_sources(compiled.before, path))
 
 
 def _read_dump(args: argparse.Namespace, ctx):

@@ -666,7 +666,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         from stablehlo_layout.ir.metadata import read_sources
 
         assert compiled is not None
-        module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
+        module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True,
+                           hlo_proto=compiled.before_proto)
         # The HLO header cannot show a scalar left open; the requests can (XLA §8.5).
         mlir.open_scalar_entries(module, [r == "auto" for r in in_req], [r == "auto" for r in out_req])
         sources = read_sources(compiled.before)

@@ -36,8 +36,11 @@ from stablehlo_layout.model.graph import (
     own_attrs,
     shape_text,
 )
-from stablehlo_layout.ir.marks import LOOP_RANK, PASS_CREATED, PASS_CREATED_EARLY, USER_ORDER, USER_ORDERS
+from stablehlo_layout.ir.marks import LIST_ORDER, LOOP_RANK, PASS_CREATED, PASS_CREATED_EARLY, USER_ORDER, USER_ORDERS
 from stablehlo_layout.model.rules import rule_for
+
+# The HLO instruction an op was converted from (its NameLoc), as ``marks`` reads it.
+_NAME_LOC = re.compile(r'^loc\("([^"]+)"')
 
 # Region kinds by parent op: which computation each region of the op is.
 _REGION_KINDS = {
@@ -657,6 +660,7 @@ class _Importer:
                                             array("i", cols.capture_owner), array("i", cols.capture_item)))
         self._order_users()
         self._mark_late()
+        self._read_list_order()
         # The walk read through the copies an earlier run inserted; the rewrite
         # puts back whichever are still needed (XLA's pass does the same on a
         # re-run), so running the pass on its own output changes nothing.
@@ -664,6 +668,37 @@ class _Importer:
             op.results[0].replace_all_uses_with(op.operands[0])
             op.erase()
         return self.g, self.h
+
+    def _read_list_order(self) -> None:
+        """XLA's instruction list per computation, where the input carried it (``marks.mark_list_order``).
+
+        An instruction XLA does not list (one the conversion added) follows
+        the listed one before it in block order.
+        """
+        attrs = self.module.operation.attributes
+        if LIST_ORDER not in attrs:
+            return
+        names = ir.StringAttr(attrs[LIST_ORDER]).value.split()
+        del attrs[LIST_ORDER]
+        position = {name: k for k, name in enumerate(names)}
+        listed: dict[int, int] = {}
+        for iid, op in enumerate(self.h.ops):
+            if op is None:
+                continue
+            m = _NAME_LOC.match(str(op.location))
+            if m is not None and m.group(1) in position:
+                listed[iid] = position[m.group(1)]
+        for cid, comp in enumerate(self.g.comps):
+            if not comp.instrs:
+                continue
+            keys: dict[int, tuple[int, int]] = {}
+            last = -1
+            for k, iid in enumerate(comp.instrs):
+                last = listed.get(iid, last)
+                keys[iid] = (last, k)
+            order = tuple(sorted(comp.instrs, key=keys.__getitem__))
+            if order != tuple(comp.instrs):
+                self.g.list_order[cid] = order
 
     def _mark_late(self) -> None:
         """Flag the ops other than reshapes and converts that an XLA pass made (``marks.pass_created_others``)."""

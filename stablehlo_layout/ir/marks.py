@@ -30,6 +30,8 @@ from jaxlib.mlir import ir
 from stablehlo_layout.ir.metadata import instruction_name, metadata_field
 
 PASS_CREATED = "stablehlo_layout.xla_pass_created"
+# XLA's instruction list itself (``hlo_proto``): the module's instruction names in list order.
+LIST_ORDER = "stablehlo_layout.xla_list_order"
 # Made by a pass that runs before those that make the reshapes and converts above.
 PASS_CREATED_EARLY = "stablehlo_layout.xla_pass_created_early"
 
@@ -319,6 +321,18 @@ def mark_pass_created(module: ir.Module, text: str) -> None:
             # The importer reads these marks and takes them off again: only a
             # pass-made reshape keeps its mark in the output, as before.
             module.operation.attributes[PASS_CREATED] = ir.UnitAttr.get()
+
+
+def mark_list_order(module: ir.Module, names: list[str]) -> None:
+    """Record XLA's instruction list (``hlo_proto.list_order``) on ``module`` for the importer.
+
+    Where it is known, it replaces the guesses of ``mark_pass_created``: the
+    importer takes the attribute off again, so it never reaches the output.
+    """
+    if not names:
+        return
+    with module.context:
+        module.operation.attributes[LIST_ORDER] = ir.StringAttr.get(" ".join(names))
 
 
 # -- the order of an instruction's users after XLA's call inliner --------------------------

@@ -322,7 +322,7 @@ def _classify(data: bytes) -> tuple[str | None, str | None]:
 
 
 def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
-         hlo_sources: bool = False, *, file: str | None = None) -> ir.Module:
+         hlo_sources: bool = False, *, file: str | None = None, hlo_proto: bytes | None = None) -> ir.Module:
     """Load any supported input kind into `ctx` as a verified module.
 
     `path` only names the input in errors.  `file`, when `data` is that file's
@@ -332,7 +332,10 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
     "line 7:8 of the parsed text" (`ir.locations.location_text`).  With `hlo_sources`, ops read from HLO text keep their
     HLO instruction names and also carry the user's call stack from XLA's
     metadata as the name's child location
-    (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).  Raises `InputError`.
+    (``loc("dot.3"(callsite("model.py":12:8 at ...)))``).  `hlo_proto`, the
+    HloProto of the same HLO text (an XLA dump writes it beside the text as
+    `<stem>.hlo.pb`, which `file` finds), gives XLA's instruction list order
+    (`hlo_proto.list_order`).  Raises `InputError`.
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
@@ -345,7 +348,9 @@ def load(data: bytes | bytearray | memoryview | str, path: str, ctx: ir.Context,
     if kind == JAX_EXPORT:
         return _load_bytecode(_bytecode_from_jax_export(data, path), path, ctx)
     if kind == HLO_TEXT and text is not None:
-        return _load_hlo_text(text, path, ctx, hlo_sources)
+        if hlo_proto is None and file is not None and file != "-":
+            hlo_proto = _proto_beside(file)
+        return _load_hlo_text(text, path, ctx, hlo_sources, hlo_proto)
     if kind == MLIR_TEXT and text is not None:
         if file is not None and not data.startswith(b"\xef\xbb\xbf") and file != "-":
             return _parse_file(file, path, ctx)  # verified by the parse
@@ -798,7 +803,21 @@ def _rename(text: str, names: Iterable[str], definitions: dict[str, bool]) -> st
     return re.compile("|".join(patterns)).sub(replace, text)
 
 
-def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False) -> ir.Module:
+def _proto_beside(file: str) -> bytes | None:
+    from stablehlo_layout.ir.hlo_proto import beside
+
+    proto = beside(file)
+    if proto is None:
+        return None
+    try:
+        with open(proto, "rb") as f:
+            return f.read()
+    except OSError:
+        return None  # the order is a refinement; the text alone is a complete input
+
+
+def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False,
+                   proto: bytes | None = None) -> ir.Module:
     # Lazy: the HLO bindings are only needed for this input kind.
     from jaxlib import _jax
 
@@ -818,6 +837,15 @@ def _load_hlo_text(text: str, path: str, ctx: ir.Context, sources: bool = False)
     mark_pass_created(module, text)
     mark_user_orders(module, text)
     mark_loop_ranks(module, text)
+    if proto is not None:
+        from stablehlo_layout.ir.hlo_proto import list_order
+        from stablehlo_layout.ir.marks import mark_list_order
+
+        try:
+            names = list_order(proto)
+        except (ValueError, IndexError, UnicodeDecodeError):
+            raise InputError(path, "the HloProto beside it is not one XLA wrote") from None
+        mark_list_order(module, names)
     return module
 
 

@@ -516,6 +516,9 @@ class Graph:
     unknown_ops: dict[str, int] = field(default_factory=dict)
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
+    # XLA's instruction list of a computation where the input says and it is not the block
+    # order (an XLA dump's HloProto, ``ir.hlo_proto``): XLA:CPU adds its demands in this order.
+    list_order: dict[int, tuple[int, ...]] = field(default_factory=dict)
     columns: Columns = field(default_factory=Columns)
     # The MLIR context whose locations the instructions name by pointer (``Instruction.where``).
     context: Any = None

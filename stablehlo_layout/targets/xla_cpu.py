@@ -14,7 +14,7 @@ import functools
 from itertools import compress
 from operator import itemgetter, methodcaller
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.targets.demands import (
@@ -52,6 +52,8 @@ _CATCH_ALL_RULE = "target:cpu-row-major-operand"
 _CATCH_ALL_NOTE = "XLA:CPU reads every otherwise unconstrained operand row-major"
 _LATE_NOTE = (_CATCH_ALL_NOTE + "; an XLA pass made this instruction, so it comes last in XLA's"
               " instruction list and its demand propagates before those of the instructions JAX made")
+_LISTED_NOTE = (_CATCH_ALL_NOTE + "; XLA's instruction list (its HloProto's ids) holds this instruction after"
+                " ones the dump prints later, so its demand propagates before theirs")
 
 
 @functools.lru_cache(maxsize=256)
@@ -287,13 +289,18 @@ class XlaCpuTarget(Target):
         marked = late.get(comp)
         # XLA's list keeps the late ones in their block order.
         late_ids: tuple[int, ...] = ()
-        if marked:
+        late_note = _LATE_NOTE
+        listed = view.graph.list_order.get(comp)
+        if listed is not None:
+            late_note = _LISTED_NOTE
+            late_ids = _after_the_block_order(view.graph.comps[comp].instrs, listed)
+        elif marked:
             in_order = tuple(filter(marked.__contains__, view.graph.comps[comp].instrs))
             attrs_of = view.graph.columns.attrs
             early = tuple(i for i in in_order if attrs_of[i].get("xla_pass_created") == "early")
             late_ids = early + tuple(i for i in in_order if attrs_of[i].get("xla_pass_created") is True)
         plan = cache[comp] = DemandPlan(view, comp, late_ids, steps.get(comp, _NO_STEPS), _CATCH_ALL_RULE,
-                                        _CATCH_ALL_NOTE, _LATE_NOTE)
+                                        _CATCH_ALL_NOTE, late_note)
         return plan
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterable[Demand]:
@@ -302,3 +309,14 @@ class XlaCpuTarget(Target):
             # Applied before the plan: they read the store as the earlier steps left it.
             return plan.after(propagate_loop_demands(view, comp))
         return plan
+
+
+def _after_the_block_order(block: Sequence[int], listed: tuple[int, ...]) -> tuple[int, ...]:
+    """XLA's list (``Graph.list_order``) as a plan's ``late``: the list's longest prefix that
+    keeps the block order stays in place; the rest, in the list's order, comes after it."""
+    index = {iid: k for k, iid in enumerate(block)}
+    k, last = 0, -1
+    while k < len(listed) and index[listed[k]] > last:
+        last = index[listed[k]]
+        k += 1
+    return listed[k:]

@@ -53,11 +53,12 @@ def _dump_folder() -> Iterator[str]:
 _PASS_INDEX = re.compile(r"\.(\d{4})\.[^/]*before_layout-assignment\.txt$")
 
 
-def _read_dumps(folder: str) -> tuple[str | None, str | None]:
-    """The first layout assignment's before/after dumps of the (one) module compiled."""
+def _read_dumps(folder: str) -> tuple[str | None, str | None, bytes | None]:
+    """The first layout assignment's before/after dumps of the (one) module compiled, and the
+    before dump's HloProto where XLA wrote one (``xla_dump_hlo_as_proto``)."""
     befores = glob.glob(os.path.join(glob.escape(folder), "*before_layout-assignment.txt"))
     if not befores:
-        return None, None
+        return None, None, None
     # Dumps are numbered in pass order; a pipeline that runs the pass again
     # (none does today) would follow the first.
     befores.sort(key=lambda p: (os.path.basename(p).split(".")[0],
@@ -71,7 +72,11 @@ def _read_dumps(folder: str) -> tuple[str | None, str | None]:
     if afters:
         with open(afters[0], encoding="utf-8") as f:
             after_text = f.read()
-    return before_text, after_text
+    proto = None
+    if os.path.isfile(before[: -len(".txt")] + ".hlo.pb"):
+        with open(before[: -len(".txt")] + ".hlo.pb", "rb") as f:
+            proto = f.read()
+    return before_text, after_text, proto
 
 
 # Debug options that make XLA dump the module around its layout assignment, as text.
@@ -86,6 +91,7 @@ class Dumps:
     after: str | None  # the module it returns
     result: Any  # what the compile call returned; None when it raised
     failure: BaseException | None  # what it raised
+    before_proto: bytes | None = None  # the before dump's HloProto, when the flags asked for one
 
 
 def run_to_layout_assignment(compile: Callable[[dict[str, Any]], Any]) -> Dumps:
@@ -102,8 +108,8 @@ def run_to_layout_assignment(compile: Callable[[dict[str, Any]], Any]) -> Dumps:
             result = compile({"xla_dump_to": folder, **DUMP_FLAGS})
         except Exception as e:  # XLA's status errors, and nanobind's for a module it cannot take
             failure = e
-        before, after = _read_dumps(folder)
-    return Dumps(before, after, result, failure)
+        before, after, proto = _read_dumps(folder)
+    return Dumps(before, after, result, failure, proto)
 
 
 # --------------------------------------------------------------------------

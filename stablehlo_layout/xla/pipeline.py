@@ -70,6 +70,9 @@ class Compiled:
     after: str | None  # the module it returns: XLA's own layouts and copies
     backend: str  # "XLA:CPU", or "XLA:GPU (<device description>)"
     note: str | None = None  # XLA failed after layout assignment: its message
+    # The before module's HloProto (XLA:CPU): its instruction ids give XLA's instruction
+    # list order (``ir.hlo_proto``), which the text has lost; hand it to ``mlir.load``.
+    before_proto: bytes | None = None
 
 
 # --------------------------------------------------------------------------
@@ -351,6 +354,8 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
             bytecode = program.operation.get_asm(binary=True, enable_debug_info=True)
             return tpu_deviceless.compile_in_child(cast(bytes, bytecode), generation, flags, len(ftype.inputs),
                                                    len(ftype.results), path)
+        if target == "xla-cpu":
+            flags = {**flags, "xla_dump_hlo_as_proto": True}  # the list order (Compiled.before_proto)
         options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
         devices = xc.DeviceList((device,))
         if target == "xla-cpu":
@@ -373,4 +378,4 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         # autotune, deviceless libtpu aborts in some late passes); what layout
         # assignment saw is complete.
         note = f"note: {label} failed after layout assignment: {_xla_message(dumps.failure)}"
-    return Compiled(dumps.before, dumps.after, label, note)
+    return Compiled(dumps.before, dumps.after, label, note, dumps.before_proto)

@@ -1,6 +1,7 @@
 """``--as-compiled`` against XLA: realistic programs, from the raw export to XLA's own answer.
 
     python -m tests.differential.as_compiled [--target xla-cpu|xla-gpu] [--gpu h100] [NAME ...]
+    python -m tests.differential.as_compiled --corpus realistic --seed 0,1 [-v] [NAME ...]
 
 For each program below (what users write: training steps, conv nets in both
 conventions, attention and its gradient, scans, linalg, layout requests):
@@ -48,6 +49,7 @@ class Realistic:
     in_layouts: list[LayoutSpec] = field(default_factory=list)
     out_layouts: LayoutSpec = None  # one spec for every output
     device: Any = None  # the device the layouts are for (XLA:CPU's when None)
+    donate: tuple[int, ...] = ()  # donated arguments (donate_argnums), as training steps donate their state
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "args": [f"{a.dtype}{list(a.shape)}" for a in self.args],
@@ -65,7 +67,8 @@ class Realistic:
     def exported(self) -> bytes:
         """The serialized ``jax.export`` artifact: the raw program a user hands the tool."""
         ins, outs = self.formats()
-        jitted = jax.jit(self.fn, in_shardings=ins, out_shardings=outs, keep_unused=True)
+        jitted = jax.jit(self.fn, in_shardings=ins, out_shardings=outs, keep_unused=True,
+                         donate_argnums=self.donate)
         platforms = None if self.device is None else ["cuda"]  # a GPU topology device says "gpu"
         # LayoutConstraint (with_layout_constraint) has no export compatibility guarantee; XLA
         # reads it all the same, and the programs here are compiled by the jaxlib that exported them.
@@ -197,12 +200,16 @@ def _entry_layouts(hlo_text: str) -> tuple[list[Any], Any]:
     return m.entry_params, m.entry_result
 
 
-def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir: str | None = None) -> dict[str, Any]:
+def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir: str | None = None,
+          list_order: bool = True, also_blind: bool = False) -> dict[str, Any]:
     """XLA's answer for ``program`` next to ours from its raw export with ``--as-compiled``.
 
     Returns ``compare.compare_dumps``' report plus ``entry_agrees`` (our
     rewritten module's entry layouts against XLA's after dump), ``status``
     ``"skipped"`` with a reason when XLA refuses the program itself.
+    ``list_order=False`` withholds XLA's instruction list order (the before
+    module's HloProto) from our pass, as before the tool read it;
+    ``also_blind`` adds that comparison as ``blind`` from the same compile.
     """
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.xla.pipeline import compile_module
@@ -221,9 +228,16 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
         ours_before = os.path.join(tmp, "ours.before.txt")
         with open(ours_before, "w") as f:
             f.write(compiled.before)
+        proto = compiled.before_proto if list_order else None
         # A target object carries its GPU (compare_dumps hands it to assign_module as it is).
         rules = target if gpu is None else _gpu_target(gpu)
+        blind = compare_dumps(ours_before, oracle.after, target=rules) if also_blind and proto else None
+        if proto is not None:  # beside the text, as XLA dumps it: mlir.read_input finds it
+            with open(os.path.join(tmp, "ours.before.hlo.pb"), "wb") as f:
+                f.write(proto)
         out = compare_dumps(ours_before, oracle.after, target=rules)
+        if also_blind:
+            out["blind"] = blind or out
         with open(oracle.after) as f:
             xla_params, xla_result = _entry_layouts(f.read())
         with open(oracle.before) as f:
@@ -234,7 +248,7 @@ def check(program: Realistic, target: str = "xla-cpu", gpu: Any = None, workdir:
         from stablehlo_layout.frontends.api import assign_module
 
         ctx = mlir.make_context()
-        r = assign_module(mlir.load(compiled.before, export_path, ctx), rules)
+        r = assign_module(mlir.load(compiled.before, export_path, ctx, hlo_proto=proto), rules)
         ours = [tuple(x) if x is not None else None for x in r.assignment.entry_params]
         xla = [p.layout for p in xla_params]
         ours_res = [tuple(x) if x is not None else None for x in r.assignment.entry_results]
@@ -249,6 +263,16 @@ def _exported(program: Any) -> bytes:
     ins, outs = program.formats()
     jitted = jax.jit(program.fn, in_shardings=ins, out_shardings=outs, keep_unused=True)
     return bytes(jax.export.export(jitted)(*program.args).serialize())
+
+
+def _flat_results(model: Any) -> Realistic:
+    """A models.py program as a raw export holds it: results flattened (an export serializes no
+    optimizer-state classes), entry layouts left to JAX."""
+    def fn(*xs: Any) -> Any:
+        return tuple(jax.tree_util.tree_leaves(model.fn(*xs)))
+
+    fn.__name__ = fn.__qualname__ = model.name
+    return Realistic(model.name, fn, list(model.args))
 
 
 def _gpu_target(gpu: Any) -> Any:
@@ -274,12 +298,54 @@ def _body(hlo_text: str) -> str:
     return strip_attribute(body[start:] if start >= 0 else body, "metadata")
 
 
+def copy_classes(r: dict[str, Any]) -> dict[str, int]:
+    """XLA's copies in ``r`` by how they stand against ours.
+
+    ``matched``: we make a copy of the same source value into the same layout;
+    ``duplicate``: a second copy of a (source, layout) XLA already copies
+    (XLA copies once per use, we once per value); ``no_data``: unmatched, and
+    its source's layout orders the same bytes as its own (a same-layout copy,
+    or layouts that differ only in size-1 dimensions); ``unmatched``: the rest.
+    """
+    out = {"matched": 0, "duplicate": 0, "no_data": 0, "unmatched": 0}
+    seen: set[tuple[str, str]] = set()
+    mine = {(c["src"], c["dst"]) for c in r.get("our_copy_info", [])}
+    for c in r.get("xla_copy_info", []):
+        key = (c["src"], c["dst"])
+        if key in seen:
+            out["duplicate"] += 1
+            continue
+        seen.add(key)
+        if c["matched"] or key in mine:
+            out["matched"] += 1
+        elif c["src_layout"] == c["dst"] or _only_unit_dims_differ(c):
+            out["no_data"] += 1
+        else:
+            out["unmatched"] += 1
+    return out
+
+
+def _only_unit_dims_differ(c: dict[str, Any]) -> bool:
+    import re
+
+    m = re.search(r"\[([0-9,]*)\]", c.get("line", ""))
+    if not m or c["src_layout"] in ("-", None):
+        return False
+    dims = tuple(int(x) for x in m.group(1).split(",") if x)
+    parse = lambda t: tuple(int(x) for x in t.strip("{}").split(",") if x)  # noqa: E731
+    a, b = parse(c["src_layout"]), parse(c["dst"])
+    return len(a) == len(b) == len(dims) and [d for d in a if dims[d] != 1] == [d for d in b if dims[d] != 1]
+
+
 def summary_line(r: dict[str, Any]) -> str:
     if r.get("status") != "ok":
         return f"{r['name']}: {r.get('status')} {r.get('reason') or r.get('error', '')}"
-    return (f"{r['name']}: values {r['agree']}/{r['values']}, XLA copies {r['xla_copies']}, ours "
-            f"{r['our_copies']}, edges matched {r['edges_matched']}/{r['xla_edges']}, entry "
-            f"{'agrees' if r['entry_agrees'] else 'DIFFERS'}, same module as jit: {r['same_module']}")
+    k = copy_classes(r)
+    return (f"{r['name']}: values {r['agree']}/{r['values']}, XLA copies {r['xla_copies']} (matched "
+            f"{r['xla_copies_matched']}; {k['duplicate']} duplicates, {k['no_data']} move no data, "
+            f"{k['unmatched']} unmatched), ours {r['our_copies']}, edges matched {r['edges_matched']}/"
+            f"{r['xla_edges']}, entry {'agrees' if r['entry_agrees'] else 'DIFFERS'}, same module as jit: "
+            f"{r['same_module']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,6 +354,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", default="h100")
     ap.add_argument("--generated", type=int, default=0, metavar="N",
                     help="also the first N programs of the differential generator (seed 0; XLA:CPU)")
+    ap.add_argument("--corpus", choices=("programs", "realistic", "models"), default="programs",
+                    help="the 11 hand-written programs, realistic.py's programs or models.py's 24 (XLA:CPU)")
+    ap.add_argument("--seed", default="0", help="the realistic corpus' seeds, comma-separated (0 is the one "
+                    "its rules were written against)")
+    ap.add_argument("--no-list-order", action="store_true",
+                    help="withhold XLA's instruction list order (the HloProto) from our pass, as before it read it")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every unmatched XLA copy")
     ap.add_argument("names", nargs="*")
     args = ap.parse_args(argv)
     device = gpu = None
@@ -297,28 +370,64 @@ def main(argv: list[str] | None = None) -> int:
 
         gpu = load_gpu(args.gpu)
         device = deviceless_device(gpu.text)
-    corpus: list[Any] = programs(device)
+    corpus: list[Any]
+    if args.corpus == "realistic":
+        from .realistic import corpus as realistic
+
+        corpus = [p for seed in args.seed.split(",") for p in realistic(int(seed), args.names)]
+    elif args.corpus == "models":
+        from .models import MODELS, build
+
+        corpus = [_flat_results(build(n)) for n in MODELS if not args.names or n in args.names]
+    else:
+        corpus = programs(device)
     if args.generated:
         from .programs import generate
 
         corpus += [generate(0, i) for i in range(args.generated)]
-    totals = {"programs": 0, "agree": 0, "values": 0, "xla_edges": 0, "edges_matched": 0, "entry": 0}
+    totals = {"programs": 0, "agree": 0, "values": 0, "xla_edges": 0, "edges_matched": 0, "entry": 0,
+              "xla_copies": 0, "xla_copies_matched": 0}
+    classes = {"matched": 0, "duplicate": 0, "no_data": 0, "unmatched": 0}
+    blind = {"xla_copies_matched": 0, "xla_copies": 0, "agree": 0, "values": 0}
+    blind_classes = dict(classes)
     for p in corpus:
         if args.names and p.name not in args.names:
             continue
-        r = check(p, args.target, gpu)
+        r = check(p, args.target, gpu, list_order=not args.no_list_order, also_blind=args.corpus != "programs")
         print(summary_line(r))
         if r.get("status") == "ok":
             totals["programs"] += 1
             totals["entry"] += bool(r["entry_agrees"])
-            for k in ("agree", "values", "xla_edges", "edges_matched"):
+            for k in ("agree", "values", "xla_edges", "edges_matched", "xla_copies", "xla_copies_matched"):
                 totals[k] += r[k]
-        for d in r.get("diffs", [])[:5]:
+            for k, n in copy_classes(r).items():
+                classes[k] += n
+            if "blind" in r:
+                b = r["blind"]
+                blind["xla_copies_matched"] += b.get("xla_copies_matched", 0)
+                blind["xla_copies"] += b.get("xla_copies", 0)
+                blind["agree"] += b.get("agree", 0)
+                blind["values"] += b.get("values", 0)
+                for k, n in copy_classes(b).items():
+                    blind_classes[k] += n
+        for d in r.get("diffs", [])[:None if args.verbose else 5]:
             print(f"    {d['kind']}: {d['name']} ours/xla {d.get('ours', d.get('layout'))} {d.get('xla', '')}")
+        if args.verbose:
+            for c in r.get("xla_copy_info", []):
+                if not c["matched"]:
+                    print(f"    unmatched XLA copy: {c['src']} {c['src_layout']} -> {c['dst']}: {c['line']}")
         sys.stdout.flush()
     print(f"total: {totals['programs']} programs compared, entry layouts agree on {totals['entry']}, "
           f"values {totals['agree']}/{totals['values']}, XLA copy edges matched "
           f"{totals['edges_matched']}/{totals['xla_edges']}")
+    print(f"XLA copies matched by (source, layout): {totals['xla_copies_matched']}/{totals['xla_copies']}; "
+          f"by class: {classes['matched']} matched, {classes['duplicate']} one-per-use duplicates, "
+          f"{classes['no_data']} unmatched that move no data, {classes['unmatched']} unmatched")
+    if blind["xla_copies"]:
+        print(f"without XLA's list order (the HloProto): values {blind['agree']}/{blind['values']}, XLA copies "
+              f"matched {blind['xla_copies_matched']}/{blind['xla_copies']}; by class: {blind_classes['matched']} "
+              f"matched, {blind_classes['duplicate']} one-per-use duplicates, {blind_classes['no_data']} unmatched "
+              f"that move no data, {blind_classes['unmatched']} unmatched")
     return 0
 
 

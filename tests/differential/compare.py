@@ -206,7 +206,17 @@ class OurSide:
         v = self.g.values[ins.results[0]]
         hits = [k for k, s in enumerate(tup) if isinstance(s, ArrayShape) and s.dims == tuple(v.dims)
                 and s.element == v.element]
-        return hits[0] if len(hits) == 1 else None
+        if len(hits) == 1 or base[1]:
+            return hits[0] if len(hits) == 1 else None
+        # Several elements of that shape (an SVD's U and V): the converter makes one
+        # get_tuple_element per XLA one, in XLA's order, so the k-th of ours is XLA's k-th.
+        ours = [i for i in self.g.comps[ins.comp].instrs if self.g.instrs[i].op == ins.op
+                and self.g.instrs[i].operands[:1] == ins.operands[:1]]
+        theirs = [x.gte_index for x in self.xla.instrs.values()
+                  if x.opcode == "get-tuple-element" and x.operands[:1] == [base[0]]]
+        if len(ours) == len(theirs) and theirs[ours.index(ins.id)] in hits:
+            return theirs[ours.index(ins.id)]
+        return None
 
     def root_label(self, cid: int) -> str:
         g = self.g

@@ -436,7 +436,8 @@ def run_oracle(program: Any, out_dir: str) -> OracleResult:
             res.reason = f"format: {_short(e)}"
             return res
         try:
-            lowered = jax.jit(program.fn, in_shardings=ins, out_shardings=outs, keep_unused=True).lower(*program.args)
+            lowered = jax.jit(program.fn, in_shardings=ins, out_shardings=outs, keep_unused=True,
+                              donate_argnums=getattr(program, "donate", ())).lower(*program.args)
         except Exception as e:
             res.reason = f"lowering refused: {_short(e)[:160]}"
             return res

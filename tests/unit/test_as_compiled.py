@@ -33,7 +33,9 @@ from stablehlo_layout.model.errors import InputError  # noqa: E402
 from stablehlo_layout.ir.metadata import entry_parameter_key, read_sources  # noqa: E402
 from stablehlo_layout.xla.gpu_deviceless import plugin_available  # noqa: E402
 
+from tests.differential import realistic  # noqa: E402
 from tests.differential.as_compiled import check, programs  # noqa: E402
+from tests.differential.models import available as models_missing  # noqa: E402
 from tests.support.tiers import ORACLE, one_fast  # noqa: E402
 
 # The realistic program in the fast tier; the rest run with -m oracle.
@@ -88,6 +90,98 @@ def test_the_issue_cases_change_as_compiled(tmp_path):
     assert len(raw.copies) > 0
     assert len(ours.copies) == 0
     assert compiled.after is not None and " copy(" not in compiled.after
+
+
+# -- the realistic corpus (tests/differential/realistic.py) and XLA's instruction list ---------------
+
+REALISTIC_FAST = {"embedding_grad"}
+
+
+@pytest.mark.parametrize("name", one_fast(list(realistic.NAMES), REALISTIC_FAST))
+def test_realistic_corpus_agrees_with_xla_cpu(name, tmp_path):
+    """Library steps, loops, conditionals, linalg, gathers: every value and every XLA copy (seed 0)."""
+    if name not in REALISTIC_FAST and models_missing():
+        pytest.skip(models_missing())
+    r = check(realistic.build(name, 0), "xla-cpu", workdir=str(tmp_path))
+    assert r["status"] == "ok", r
+    assert r["same_module"] and r["entry_agrees"], r.get("entry")
+    assert r["agree"] == r["values"] > 0, [d for d in r["diffs"] if d["kind"] == "layout"][:5]
+    assert r["xla_copies_matched"] == r["xla_copies"], [c for c in r["xla_copy_info"] if not c["matched"]][:5]
+
+
+def test_xla_list_order_decides_the_reshapes_a_pass_made(tmp_path):
+    """An embedding's gradient: XLA's list holds the reshapes its passes merged after the scatter
+    they feed, so their bitcast layouts win and XLA copies.  The text dump alone does not say so
+    (1 of XLA's 4 copies); its HloProto's instruction ids do (4 of 4)."""
+    program = realistic.build("embedding_grad", 0)
+    blind = check(program, "xla-cpu", workdir=str(tmp_path), list_order=False)
+    seen = check(program, "xla-cpu", workdir=str(tmp_path), list_order=True)
+    assert blind["xla_copies"] == seen["xla_copies"] == 4
+    assert blind["xla_copies_matched"] < 4 and blind["agree"] < blind["values"]
+    assert seen["xla_copies_matched"] == 4 and seen["agree"] == seen["values"]
+
+
+def _message(fields: list[tuple[int, int | bytes]]) -> bytes:
+    """A protobuf message of varint and length-delimited fields (what a HloProto uses)."""
+    def varint(n: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+            n >>= 7
+            if not n:
+                return bytes(out)
+
+    out = b""
+    for number, value in fields:
+        if isinstance(value, int):
+            out += varint(number << 3) + varint(value)
+        else:
+            out += varint(number << 3 | 2) + varint(len(value)) + value
+    return out
+
+
+def test_hlo_proto_list_order_sorts_by_unique_id():
+    from stablehlo_layout.ir.hlo_proto import list_order
+
+    def instr(name: str, uid: int) -> bytes:
+        return _message([(1, name.encode()), (2, b"add"), (35, uid)])
+
+    comp = _message([(1, b"main"), (2, instr("c", 7 << 32 | 9)), (2, instr("a", 7 << 32 | 1)),
+                     (2, instr("b", 7 << 32 | 4))])
+    module = _message([(1, b"jit_f"), (3, comp)])
+    assert list_order(_message([(1, module)])) == ["a", "b", "c"]  # an HloProto around the module
+    assert list_order(module) == ["a", "b", "c"]
+    with pytest.raises(ValueError):
+        list_order(b"\x0f")
+
+
+def test_list_order_as_a_plan_keeps_the_block_order_prefix():
+    from stablehlo_layout.targets.xla_cpu import _after_the_block_order
+
+    assert _after_the_block_order([1, 2, 3, 4, 5], (1, 2, 4, 3, 5)) == (3, 5)
+    assert _after_the_block_order([1, 2, 3], (1, 2, 3)) == ()
+    assert _after_the_block_order([1, 2, 3], (3, 1, 2)) == (1, 2)
+
+
+def test_a_dump_with_its_proto_beside_is_read_in_list_order(tmp_path):
+    """A raw XLA:CPU dump folder with --xla_dump_hlo_as_proto: the text's .hlo.pb beside it gives the order."""
+    from stablehlo_layout.frontends.api import assign_module
+
+    program = realistic.build("embedding_grad", 0)
+    path = tmp_path / "x.jax_export"
+    path.write_bytes(program.exported())
+    compiled = xla_compile.compile_module(mlir.read_input(str(path), mlir.make_context()), str(path), "xla-cpu")
+    assert compiled.before_proto is not None
+    text = tmp_path / "m.before_layout-assignment.txt"
+    text.write_text(compiled.before)
+    alone = assign_module(mlir.read_input(str(text), mlir.make_context()), "xla-cpu")
+    (tmp_path / "m.before_layout-assignment.hlo.pb").write_bytes(compiled.before_proto)
+    ordered = assign_module(mlir.read_input(str(text), mlir.make_context()), "xla-cpu")
+    assert ordered.graph.list_order and not alone.graph.list_order
+    assert len(ordered.copies) == 3 and len(alone.copies) == 1  # XLA's 4, one per use, are 3 (source, layout)
+    (tmp_path / "m.before_layout-assignment.hlo.pb").write_bytes(b"\x0f")
+    with pytest.raises(InputError, match="HloProto"):
+        mlir.read_input(str(text), mlir.make_context())
 
 
 # -- realistic programs against deviceless XLA:GPU -------------------------------------------------
