@@ -28,8 +28,8 @@ What each part is for:
   loop step reads a while's operand constraint and the buffer constraint of
   its producer (PropagateUseConstraintToDefs).
 * ``cache``: per-run scratch space for the target's own derived facts
-  (XLA:CPU keeps its per-computation plan here, the same every round).  It
-  lives and dies with the view; the engine never reads it.
+  (XLA:CPU keeps its per-computation plan here, the same every round).  The
+  engine never reads it and empties it when the run ends.
 """
 
 from __future__ import annotations
@@ -125,6 +125,16 @@ class TargetView:
         put(self, "_buffers", MappingProxyType(buffers))
         put(self, "_operands", MappingProxyType(operands))
 
+    def _end_run(self) -> None:
+        """The engine's way out: the run is over, the target's scratch goes.
+
+        What a target keeps there (XLA:CPU's plans) points back at this view,
+        and through it at the graph and the constraint tables: a cycle only
+        the collector, which the pass holds off, would free.  Emptied here,
+        the view and all it reads go when the engine's state does.
+        """
+        self._cache.clear()
+
     # -- the program --------------------------------------------------------------
     @property
     def graph(self) -> "Graph":
@@ -159,7 +169,7 @@ class TargetView:
 
     def forwards(self, iid: int) -> bool:
         """Whether ``iid`` forwards its first operands' buffers as its results (nothing to choose there)."""
-        return self._forwarding[iid]
+        return self._rules[iid].forwards
 
     def post_order(self, comp: int) -> tuple[int, ...]:
         """The instructions of ``comp`` in XLA's post-order: operands first, left to right."""
