@@ -68,7 +68,7 @@ _EMPTY: Mapping = MappingProxyType({})
 class TargetView:
     """The program and the engine's facts about it, read-only (see the module docstring)."""
 
-    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order",
+    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_post_order",
                  "_given_params", "_priority", "_buffers", "_operands", "_cache")
     _graph: Graph
     _rules: tuple[OpRule, ...]
@@ -76,7 +76,6 @@ class TargetView:
     _rule_of: Sequence[int]
     _leaves: Sequence[Sequence[int]]
     _op_values: SupportsGetItem[int, Sequence[Value]]
-    _forwarding: tuple[bool, ...]
     _post_order: Callable[[int], Sequence[int]]
     _given_params: tuple[Layout | None, ...]
     _priority: int
@@ -85,7 +84,7 @@ class TargetView:
     _cache: dict[str, dict[Any, Any]]
 
     def __init__(self, graph: "Graph", rules: Sequence["OpRule"], leaves: Sequence[Sequence[int]],
-                 op_values: SupportsGetItem[int, Sequence["Value"]], forwarding: Sequence[bool],
+                 op_values: SupportsGetItem[int, Sequence["Value"]],
                  post_order: Callable[[int], Sequence[int]], given_params: Sequence[Layout | None],
                  distinct: Sequence["OpRule"] | None = None, rule_of: Sequence[int] | None = None) -> None:
         """``distinct`` and ``rule_of``: the few distinct rules and each instruction's
@@ -103,7 +102,6 @@ class TargetView:
         # The engine builds operand rows when first asked (most instructions
         # never are); the view hands out copies of them, never the rows.
         put(self, "_op_values", op_values)
-        put(self, "_forwarding", tuple(forwarding))
         put(self, "_post_order", post_order)
         put(self, "_given_params", tuple(given_params))
         put(self, "_priority", 0)
