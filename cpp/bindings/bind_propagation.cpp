@@ -164,7 +164,12 @@ void bind_propagation(nb::module_& m, nb::class_<Core>& engine) {
           "priority", [](const Core& c) { return c.e->current_priority; },
           [](Core& c, int32_t v) { c.e->current_priority = v; })
       .def_prop_rw(
-          "round", [](const Core& c) { return c.e->round; }, [](Core& c, int32_t v) { c.e->round = v; })
+          "round", [](const Core& c) { return c.e->round; },
+          [](Core& c, int32_t v) {
+            // The store keeps a slot's round in 16 bits (store.h); the driver stops at 16 rounds.
+            if (v < 0 || v > UINT16_MAX) throw std::invalid_argument("round out of range");
+            c.e->round = v;
+          })
       .def_prop_ro("weakened", [](const Core& c) { return c.e->weakened; })
       .def("new_round", [](Core& c) { running(c); c.e->new_round(); })
       .def("set_layout_constrained", [](Core& c, int32_t i) { running(c); c.e->facts.in.layout_constrained.at(i) = 1; })

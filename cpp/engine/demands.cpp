@@ -53,14 +53,21 @@ Plan make_plan(const Engine& e, const PlanInput& in) {
     need(i >= 0 && i < p.n_instrs() && p.comp[i] == in.comp, "a late instruction of another computation");
     late[i] = 1;
   }
+  need(n < (1u << 28), "more steps than a plan holds");
   Plan plan;
+  plan.catch_all_rule = in.catch_all_rule;
+  plan.catch_all_note = in.catch_all_note;
+  plan.late_note = in.late_note;
   auto add = [&](int32_t i) {
     auto it = own.find(i);
     if (it != own.end()) {
       const size_t k = it->second;
-      if (in.code[k] != kNoDemand) plan.steps.push_back({i, in.code[k], in.arg[k], in.rule[k], in.note[k]});
+      if (in.code[k] != kNoDemand) {
+        plan.steps.push_back({i, in.code[k], 0, static_cast<uint32_t>(plan.own.size())});
+        plan.own.push_back({in.arg[k], in.rule[k], in.note[k]});
+      }
     } else if (catch_all_applies(e, i)) {
-      plan.steps.push_back({i, kCatchAll, 0, in.catch_all_rule, late[i] ? in.late_note : in.catch_all_note});
+      plan.steps.push_back({i, kCatchAll, late[i] ? 1u : 0u, 0});
     }
   };
   for (const int32_t* i = p.instrs.begin(in.comp); i != p.instrs.end(in.comp); ++i) {
@@ -70,6 +77,7 @@ Plan make_plan(const Engine& e, const PlanInput& in) {
   // Kept all run, one plan per computation: without the slack push_back
   // leaves (up to half of each vector; 2.4 MB of 6 at 7k plans).
   plan.steps.shrink_to_fit();
+  plan.own.shrink_to_fit();
   return plan;
 }
 
@@ -80,7 +88,8 @@ void apply_plan(Engine& e, Plan& plan, int32_t priority) {
   for (Step& s : plan.steps) {
     const int32_t i = s.instr;
     if (s.code == kCatchAll) {
-      const Why why{s.rule, i, -1, s.note, -1};  // a record only where a constraint takes it
+      // A record only where a constraint takes it.
+      const Why why{plan.catch_all_rule, i, -1, plan.note(s), -1};
       const int32_t* ov = e.facts.op_values.begin(i);
       for (int32_t n = first_free_operand(e, i); n < e.facts.op_values.count(i); ++n) {
         const int32_t v = ov[n];
@@ -89,8 +98,9 @@ void apply_plan(Engine& e, Plan& plan, int32_t priority) {
       continue;
     }
     // The other steps' demands share one origin, as one Origin object would.
-    if (s.made < 0) s.made = e.prov.link(s.rule, i, -1, s.note);
-    const Why why{kNoName, -1, -1, kNoName, s.made};
+    OwnStep& o = plan.own[s.own];
+    if (o.made < 0) o.made = e.prov.link(o.rule, i, -1, o.note);
+    const Why why{kNoName, -1, -1, kNoName, o.made};
     if (s.code == kRowMajorKernel) {
       lays.clear();
       for (const int32_t* r = e.facts.leaves.begin(i); r != e.facts.leaves.end(i); ++r) {
@@ -102,18 +112,18 @@ void apply_plan(Engine& e, Plan& plan, int32_t priority) {
         if (in.is_array[v]) e.set_operand(e.layouts.default_of(in.rank[v]), i, k, true, true, priority, why);
       }
     } else if (s.code == kAscendingOperand) {
-      const int32_t v = p.operands.begin(i)[s.arg];
+      const int32_t v = p.operands.begin(i)[o.arg];
       lays.clear();
       for (int32_t d = 0; d < in.rank[v]; ++d) lays.push_back(d);
-      e.set_operand(e.layouts.intern(lays), i, s.arg, true, true, priority, why);
+      e.set_operand(e.layouts.intern(lays), i, o.arg, true, true, priority, why);
     } else if (s.code == kMostMajorDim) {
       const int32_t r = p.results.begin(i)[0];
       if (!in.is_array[r]) continue;
       lays.clear();
       for (int32_t d = in.rank[r] - 1; d >= 0; --d) {
-        if (d != s.arg) lays.push_back(d);
+        if (d != o.arg) lays.push_back(d);
       }
-      lays.push_back(s.arg);
+      lays.push_back(o.arg);
       const std::vector<int32_t> result{e.layouts.intern(lays)};
       e.set_instruction(result, i, true, priority, why);
     }

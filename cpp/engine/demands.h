@@ -45,15 +45,33 @@ struct PlanInput {
   int32_t catch_all_rule = 0, catch_all_note = 0, late_note = 0;
 };
 
-struct Step {
-  int32_t instr;
-  uint8_t code;
+// A step of the instruction's own: the target's rule, note and argument.
+struct OwnStep {
   int32_t arg, rule, note;
   int32_t made = -1;  // the record its demands share, made on first use and kept across rounds
 };
 
+// 8 bytes per instruction the plan names (most of a computation, kept all
+// run); the few steps of their own keep the rest beside them.
+struct Step {
+  int32_t instr;
+  uint32_t code : 3;   // a StepCode
+  uint32_t late : 1;   // a catch-all step of a late instruction (its note: the plan's late_note)
+  uint32_t own : 28;   // kCatchAll: unused; otherwise its entry of Plan::own
+};
+static_assert(sizeof(Step) == 8, "a plan step is two words");
+static_assert(kStepCodeCount <= 8, "Step::code holds a StepCode in 3 bits");
+
 struct Plan {
   std::vector<Step> steps;  // in XLA's instruction-list order
+  std::vector<OwnStep> own;
+  int32_t catch_all_rule = 0, catch_all_note = 0, late_note = 0;
+
+  // A step's rule and note (name ids), its own or the catch-all's.
+  int32_t rule(const Step& s) const { return s.code == kCatchAll ? catch_all_rule : own[s.own].rule; }
+  int32_t note(const Step& s) const {
+    return s.code == kCatchAll ? (s.late ? late_note : catch_all_note) : own[s.own].note;
+  }
 };
 
 // Checks ``in`` against the program (throws std::invalid_argument) and lays

@@ -33,7 +33,7 @@ Footprint footprint(const Engine& e, const std::vector<Plan>& plans) {
   const FactsInput& in = f.in;
   int64_t results = bytes(e.results), plan_bytes = 0, events = bytes(e.events), deques = bytes(e.deques);
   for (const ResultConstraint& r : e.results) results += bytes(r.layouts);
-  for (const Plan& p : plans) plan_bytes += bytes(p.steps);
+  for (const Plan& p : plans) plan_bytes += bytes(p.steps) + bytes(p.own);
   for (const Event& ev : e.events) events += bytes(ev.derived) + bytes(ev.seeds);
   for (const auto& d : e.deques) deques += bytes(d);
   return {

@@ -4,8 +4,20 @@
 
 namespace slcore {
 
+Store::Store(int32_t n_buffers, int32_t n_operand_slots) {
+  // A worklist entry names a slot in 30 bits (worklist.h).
+  if (n_buffers >= (1 << 29) || n_operand_slots >= (1 << 29))
+    throw std::invalid_argument("too many buffers or operands for the worklist's 30-bit ids");
+  buffers_.resize(n_buffers);
+  operands_.resize(n_operand_slots);
+}
+
 void Store::new_round() {
-  ++epoch_;
+  if (++epoch_ == 0) {  // every 255 rounds: no stamp may look current
+    for (BufferSlot& c : buffers_) c.stamp = 0;
+    for (Slot& c : operands_) c.stamp = 0;
+    epoch_ = 1;
+  }
   buffer_order_.clear();
   operand_order_.clear();
   history_.clear();
@@ -21,7 +33,7 @@ void Store::put_buffer(int32_t b, int32_t layout, bool mandatory, bool dfs, int3
   c.mandatory = mandatory;
   c.dfs = dfs;
   c.priority = priority;
-  c.round = round;
+  c.round = static_cast<uint16_t>(round);
   c.origin = prov.attach(why, kBuffer, b, -1, layout, priority, mandatory, dfs, round, -1);
 }
 
@@ -41,7 +53,7 @@ bool Store::update_buffer(int32_t b, int32_t layout, bool mandatory, bool dfs, i
       changed = true;
     }
     if (changed) {
-      c.round = round;
+      c.round = static_cast<uint16_t>(round);
       c.origin = prov.attach(why, kBuffer, b, -1, layout, c.priority, c.mandatory, c.dfs, round, -1);
     }
     return changed;
@@ -49,13 +61,13 @@ bool Store::update_buffer(int32_t b, int32_t layout, bool mandatory, bool dfs, i
   if (!mandatory && (c.changes >= kMaxLayoutChanges || !array_shape || priority <= c.priority)) return false;
   history_.push_back({c.layout, c.last_change});
   c.last_change = static_cast<int32_t>(history_.size()) - 1;
-  ++c.changes;
+  if (c.changes < kMaxLayoutChanges) ++c.changes;
   c.origin = prov.attach(why, kBuffer, b, -1, layout, priority, mandatory, dfs, round, c.layout);
   c.layout = layout;
   c.mandatory = mandatory;
   c.dfs = dfs;
   c.priority = priority;
-  c.round = round;
+  c.round = static_cast<uint16_t>(round);
   return true;
 }
 
@@ -72,7 +84,7 @@ bool Store::update_operand(int32_t s, int32_t a, int32_t b, int32_t layout, bool
   c.mandatory = mandatory;
   c.dfs = dfs;
   c.priority = priority;
-  c.round = round;
+  c.round = static_cast<uint16_t>(round);
   c.origin = prov.attach(why, kOperand, a, b, layout, priority, mandatory, dfs, round, -1);
   return true;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "engine/provenance.h"
@@ -18,16 +19,28 @@ namespace slcore {
 // that stops two equally strong demands from flipping it forever.
 constexpr int kMaxLayoutChanges = 2;
 
+// 16 bytes a slot, 20 a buffer's: there is one per operand and one per value
+// (XLA:CPU's 1024-layer gradient: 258k and 172k, held all run).  The round
+// fits 16 bits (the rounds stop at 16, ``set_round`` checks); the stamp is
+// the epoch's low byte (``new_round`` clears the stamps when it wraps).
 struct Slot {
-  int32_t layout = -1, priority = 0, round = 0, origin = -1;
-  uint8_t mandatory = 0, dfs = 0;
-  uint32_t stamp = 0;
+  int32_t layout = -1, priority = 0, origin = -1;
+  uint16_t round = 0;
+  uint8_t stamp = 0;
+  uint8_t mandatory : 1, dfs : 1;
+  // Buffers only: how many layouts it held before this round, counted up to
+  // kMaxLayoutChanges (all the rule reads); in the flag byte, where a field
+  // of BufferSlot's own would cost it 4 bytes more.
+  uint8_t changes : 2;
+  Slot() : mandatory(0), dfs(0), changes(0) {}
 };
 
 struct BufferSlot : Slot {
-  int32_t changes = 0;       // layouts held before, this round
   int32_t last_change = -1;  // newest entry of Store::history, -1 for none
 };
+
+static_assert(sizeof(Slot) == 16 && sizeof(BufferSlot) == 20, "the store's slots grew");
+static_assert(kMaxLayoutChanges < 4, "Slot::changes counts up to kMaxLayoutChanges in 2 bits");
 
 struct Change {
   int32_t layout, previous;  // the layout given up; the buffer's change before it
@@ -35,7 +48,7 @@ struct Change {
 
 class Store {
  public:
-  Store(int32_t n_buffers, int32_t n_operand_slots) : buffers_(n_buffers), operands_(n_operand_slots) {}
+  Store(int32_t n_buffers, int32_t n_operand_slots);
 
   void new_round();
   bool has_buffer(int32_t b) const { return buffers_[b].stamp == epoch_; }
@@ -72,7 +85,7 @@ class Store {
   }
 
  private:
-  uint32_t epoch_ = 1;
+  uint8_t epoch_ = 1;  // the round's stamp (never 0: a slot never set holds 0)
   std::vector<BufferSlot> buffers_;
   std::vector<Slot> operands_;
   std::vector<int32_t> buffer_order_, operand_order_;

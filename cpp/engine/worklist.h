@@ -11,10 +11,12 @@
 
 namespace slcore {
 
+// One word: the list holds up to one entry per slot at once.
 struct Ref {
-  uint8_t kind;  // provenance.h's Kind
-  int32_t id;    // buffer, operand slot or result constraint
+  uint32_t kind : 2;  // provenance.h's Kind
+  int32_t id : 30;    // buffer, operand slot or result constraint (Store checks the counts fit)
 };
+static_assert(sizeof(Ref) == 4, "a worklist entry is one word");
 
 class Worklist {
  public:

@@ -48,7 +48,10 @@ def run(state: EngineState) -> Assignment:
     interfaces = Interfaces()
     steps = ComputationSteps(state.specials, interfaces)
     rounds, computed = run_rounds(state, interfaces, steps)
-    return assignment_of(state, interfaces, rounds, computed)
+    answer = assignment_of(state, interfaces, rounds, computed)
+    if state.target_view is not None:
+        state.target_view._end_run()
+    return answer
 
 
 @contextlib.contextmanager

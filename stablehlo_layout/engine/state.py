@@ -133,7 +133,6 @@ class EngineState:
         reached = [0 if t else 1 for t in self.trivial]
         self.active = array("B", [1]) * len(graph.instrs) if self.exact else \
             array("B", map(reached.__getitem__, graph.columns.comp))
-        self.forwarding: Sequence[bool] = tuple(rule_table.per_instruction(attrgetter("forwards")))
         self.op_values = _OperandValues(graph)
         # A target with its own unconstrained layout lays defaults out through Python.
         self.own_defaults = type(target).unconstrained_layout is not Target.unconstrained_layout
@@ -261,7 +260,7 @@ class EngineState:
     def view_for_target(self) -> TargetView:
         view = self.target_view
         if view is None:
-            view = self.target_view = TargetView(self.g, self.rules, self.leaves, self.op_values, self.forwarding,
+            view = self.target_view = TargetView(self.g, self.rules, self.leaves, self.op_values,
                                                  self.index.post_order, self.given_params,
                                                  self.rule_table.distinct, self.rule_table.of)
         view._at(self.current_priority, self.bc, self.oc)

@@ -28,8 +28,8 @@ What each part is for:
   loop step reads a while's operand constraint and the buffer constraint of
   its producer (PropagateUseConstraintToDefs).
 * ``cache``: per-run scratch space for the target's own derived facts
-  (XLA:CPU keeps its per-computation plan here, the same every round).  It
-  lives and dies with the view; the engine never reads it.
+  (XLA:CPU keeps its per-computation plan here, the same every round).  The
+  engine never reads it and empties it when the run ends.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ _EMPTY: Mapping = MappingProxyType({})
 class TargetView:
     """The program and the engine's facts about it, read-only (see the module docstring)."""
 
-    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_forwarding", "_post_order",
+    __slots__ = ("_graph", "_rules", "_distinct", "_rule_of", "_leaves", "_op_values", "_post_order",
                  "_given_params", "_priority", "_buffers", "_operands", "_cache")
     _graph: Graph
     _rules: tuple[OpRule, ...]
@@ -76,7 +76,6 @@ class TargetView:
     _rule_of: Sequence[int]
     _leaves: Sequence[Sequence[int]]
     _op_values: SupportsGetItem[int, Sequence[Value]]
-    _forwarding: tuple[bool, ...]
     _post_order: Callable[[int], Sequence[int]]
     _given_params: tuple[Layout | None, ...]
     _priority: int
@@ -85,7 +84,7 @@ class TargetView:
     _cache: dict[str, dict[Any, Any]]
 
     def __init__(self, graph: "Graph", rules: Sequence["OpRule"], leaves: Sequence[Sequence[int]],
-                 op_values: SupportsGetItem[int, Sequence["Value"]], forwarding: Sequence[bool],
+                 op_values: SupportsGetItem[int, Sequence["Value"]],
                  post_order: Callable[[int], Sequence[int]], given_params: Sequence[Layout | None],
                  distinct: Sequence["OpRule"] | None = None, rule_of: Sequence[int] | None = None) -> None:
         """``distinct`` and ``rule_of``: the few distinct rules and each instruction's
@@ -103,7 +102,6 @@ class TargetView:
         # The engine builds operand rows when first asked (most instructions
         # never are); the view hands out copies of them, never the rows.
         put(self, "_op_values", op_values)
-        put(self, "_forwarding", tuple(forwarding))
         put(self, "_post_order", post_order)
         put(self, "_given_params", tuple(given_params))
         put(self, "_priority", 0)
@@ -124,6 +122,16 @@ class TargetView:
         put(self, "_priority", priority)
         put(self, "_buffers", MappingProxyType(buffers))
         put(self, "_operands", MappingProxyType(operands))
+
+    def _end_run(self) -> None:
+        """The engine's way out: the run is over, the target's scratch goes.
+
+        What a target keeps there (XLA:CPU's plans) points back at this view,
+        and through it at the graph and the constraint tables: a cycle only
+        the collector, which the pass holds off, would free.  Emptied here,
+        the view and all it reads go when the engine's state does.
+        """
+        self._cache.clear()
 
     # -- the program --------------------------------------------------------------
     @property
@@ -159,7 +167,7 @@ class TargetView:
 
     def forwards(self, iid: int) -> bool:
         """Whether ``iid`` forwards its first operands' buffers as its results (nothing to choose there)."""
-        return self._forwarding[iid]
+        return self._rules[iid].forwards
 
     def post_order(self, comp: int) -> tuple[int, ...]:
         """The instructions of ``comp`` in XLA's post-order: operands first, left to right."""

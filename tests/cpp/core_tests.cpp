@@ -274,6 +274,15 @@ void test_a_new_round_forgets_every_slot() {
   CHECK(f.store.history(0).empty() && f.store.buffer(0).changes == 0);
 }
 
+void test_a_slot_set_rounds_ago_stays_forgotten_when_the_stamp_wraps() {
+  StoreFixture f;
+  CHECK(f.buffer(f.row, false, false, 0));
+  // The stamp is a byte: 256 rounds on it would read as current again.
+  for (int k = 0; k < 256; ++k) f.store.new_round();
+  CHECK(!f.store.has_buffer(0));
+  CHECK(f.buffer(f.col, false, false, 0) && f.store.has_buffer(0));
+}
+
 void test_a_python_origin_is_filled_once_then_copied() {
   slcore::Provenance prov(true);
   const int32_t made = prov.make(3, 1, -1, 0);
@@ -398,7 +407,7 @@ void test_a_plan_lays_its_steps_out_in_list_order() {
   for (const slcore::Step& s : plan.steps) {
     instrs.push_back(s.instr);
     codes.push_back(s.code);
-    notes.push_back(s.note);
+    notes.push_back(plan.note(s));
   }
   CHECK((instrs == Ids{f.x, f.k, f.c, f.g, f.y}));
   CHECK((codes == Ids{slcore::kCatchAll, slcore::kRowMajorKernel, slcore::kAscendingOperand, slcore::kMostMajorDim,
@@ -442,7 +451,7 @@ void test_a_plan_applies_each_step_and_keeps_its_records_across_rounds() {
   CHECK(e.prov[e.store.operand(e.slot(f.y, 0)).origin].note == 22);
   // The kernel: its result and both operands row-major, all from one record.
   CHECK(e.buffer_layout(f.b.result(f.k)) == row && f.operand_layout(f.k, 0) == row && f.operand_layout(f.k, 1) == row);
-  const int32_t made = plan.steps[1].made;
+  const int32_t made = plan.own[plan.steps[1].own].made;
   CHECK(made >= 0 && e.prov[made].rule == 30 && e.prov[made].note == 40 && e.prov[made].instr == f.k);
   CHECK(e.store.buffer(f.b.result(f.k)).origin == made);  // exact: the first constraint fills it in
   CHECK(e.prov[e.store.operand(e.slot(f.k, 1)).origin].rule == 30);
@@ -455,7 +464,7 @@ void test_a_plan_applies_each_step_and_keeps_its_records_across_rounds() {
   e.new_round();
   const int32_t records = e.prov.size();
   slcore::apply_plan(e, plan, 4);
-  CHECK(plan.steps[1].made == made && e.store.operand(e.slot(f.k, 0)).priority == 4);
+  CHECK(plan.own[plan.steps[1].own].made == made && e.store.operand(e.slot(f.k, 0)).priority == 4);
   CHECK(e.prov[e.store.buffer(f.b.result(f.k)).origin].rule == 30 && e.prov.size() > records);
 }
 
@@ -646,6 +655,7 @@ int main() {
   test_non_mandatory_refused_on_a_tuple_element();
   test_operand_first_writer_wins_unless_mandatory_and_strong_enough();
   test_a_new_round_forgets_every_slot();
+  test_a_slot_set_rounds_ago_stays_forgotten_when_the_stamp_wraps();
   test_a_python_origin_is_filled_once_then_copied();
   test_a_fast_run_keeps_facts_only_where_forced_or_marked();
   test_worklist_dfs_front_last_first_bfs_back_by_priority();

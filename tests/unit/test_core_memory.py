@@ -93,3 +93,32 @@ def test_a_copys_demand_is_read_from_the_store_on_first_use():
         assert (d.instr, d.operand, d.layout) == (e.consumer, e.operand, e.dst)
         want = by_key[(e.consumer, e.operand)]
         assert (d.mandatory, d.dfs, d.origin.rule) == (want.mandatory, want.dfs, want.origin.rule)
+
+
+def test_a_run_leaves_no_reference_cycles():
+    """The command drops its result before printing, with the collector off
+    (cli._assign): only reference counting frees the graph and the engine, so
+    nothing of a run may sit in a cycle (the target's scratch pointed back at
+    its view, which held the graph, until driver.run emptied it)."""
+    import gc
+
+    from stablehlo_layout.frontends.api import assign_module
+
+    module = mlir.read_input(str(DUMP), mlir.make_context())
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        result = assign_module(module, XlaCpuTarget(), check=False, provenance=False)
+        assert result.copies  # the cycle through the copies is the one the command cuts itself
+        result.copies = []
+        del result
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = sorted({type(o).__name__ for o in gc.garbage if type(o).__module__.startswith("stablehlo_layout")})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was_enabled:
+            gc.enable()
+    assert ours == []

@@ -111,9 +111,20 @@ def test_nothing_to_fix_leaves_the_program_alone():
     assert r.before.copies == 0 and r.after.copies == 0 and not r.tried and not r.fixes
 
 
-def test_the_cnn_is_rewritten_channels_last_and_every_number_comes_back():
-    text = jax.jit(_cnn_step).lower(*CNN_ARGS).as_text()
-    r = _fix(text)
+@pytest.fixture(scope="module")
+def cnn_analysis():
+    """The CNN step through ``analyze``, its fixes searched once (an XLA:CPU compile per
+    candidate): the checks of the numbers and of the source lines read the same search."""
+    from stablehlo_layout.frontends.jax import analyze
+
+    a = analyze(_cnn_step, *CNN_ARGS)
+    assert a.fixes is a.fixes  # compiled once
+    return a
+
+
+def test_the_cnn_is_rewritten_channels_last_and_every_number_comes_back(cnn_analysis):
+    r = cnn_analysis.fixes
+    text = jax.jit(_cnn_step).lower(*CNN_ARGS).as_text()  # the program as the user's jit gives it
     assert {t.candidate.kind for t in r.tried} >= {"entry-layout", "convolution-order"}
     # No change is kept that XLA does not confirm, and the written program is better than the given one.
     for t in r.fixes:
@@ -283,12 +294,8 @@ def test_the_same_command_verifies_with_xla_tpu():
         assert t.measured is not None and t.measured.bytes < r.before.bytes
 
 
-def test_analyze_says_the_fix_at_the_users_source_line():
-    from stablehlo_layout.frontends.jax import analyze
-
-    a = analyze(_cnn_step, *CNN_ARGS)
-    r = a.fixes
-    assert r is a.fixes  # compiled once
+def test_analyze_says_the_fix_at_the_users_source_line(cnn_analysis):
+    r = cnn_analysis.fixes
     [conv] = [t for t in r.fixes if t.candidate.kind == "convolution-order"]
     assert conv.candidate.where.file.endswith("test_fix.py")  # where _conv writes its dimension_numbers
     assert "channels-last (dimension_numbers=('NHWC', 'HWIO', 'NHWC'))" in conv.candidate.what
