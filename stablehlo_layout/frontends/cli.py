@@ -280,6 +280,7 @@ def _read_program(args: argparse.Namespace, ctx, target):
     from stablehlo_layout.xla import pipeline as xla_compile
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.ir.metadata import read_sources
+    from stablehlo_layout.ir.sharding import carry_meshes
 
     backend = xla_compile.backend_of(target)
     # A JAX function is lowered for the platform it is compiled for.
@@ -291,7 +292,9 @@ def _read_program(args: argparse.Namespace, ctx, target):
     if compiled.note:
         _say(args, compiled.note)
     args.compiled_by = compiled.backend
-    return mlir.load(compiled.before, path, ctx, hlo_sources=True), read_sources(compiled.before, path)
+    laid_out = mlir.load(compiled.before, path, ctx, hlo_sources=True)
+    carry_meshes(module, laid_out)  # the axis names a partitioned program's mesh gives its devices
+    return laid_out, read_sources(compiled.before, path)
 
 
 def _read_dump(args: argparse.Namespace, ctx):
