@@ -110,10 +110,22 @@ def pairs_text(pairs: Sequence[tuple[int, int]], limit: int = 4) -> str:
 
 
 def permute_axis(pairs: Sequence[tuple[int, int]]) -> str | None:
-    """Where no mesh is known: pairs that all move one step around the devices they name, a ring."""
-    devices = {d for p in pairs for d in p}
-    n = len(devices)
-    if n < 2 or devices != set(range(min(devices), min(devices) + n)):
-        return None
-    shifts = {(b - a) % n for a, b in pairs}
-    return f"a ring over {n} devices, shift {shifts.pop()}" if len(shifts) == 1 else None
+    """Where no mesh is known: the axis a permute's rings run along (``4 devices, stride 1``).
+
+    The devices a permute connects fall into rings (``ppermute`` over one
+    axis connects each row of the mesh along it); when every ring is the
+    same size and evenly spaced, that is an axis of an iota mesh.
+    """
+    parent: dict[int, int] = {}
+
+    def root(d: int) -> int:
+        while parent.setdefault(d, d) != d:
+            d = parent[d]
+        return d
+
+    for a, b in pairs:
+        parent[root(a)] = root(b)
+    rings: dict[int, list[int]] = {}
+    for d in list(parent):
+        rings.setdefault(root(d), []).append(d)
+    return unnamed_axis(tuple(tuple(sorted(r)) for r in rings.values()))

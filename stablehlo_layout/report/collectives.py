@@ -100,7 +100,7 @@ def describe(g: Graph, iid: int, side: str) -> Collective | None:
         if fallback is None:
             axis = "devices that make no axis of an evenly numbered mesh"
         else:
-            axis = fallback if pairs or not groups else f"a mesh axis of {fallback}"
+            axis = fallback if not (pairs or groups) else f"a mesh axis of {fallback}"
     return Collective(side, op, where, iid, attrs.get("dim"), axes, mesh, axis, devices, attrs.get("channel_id"))
 
 
