@@ -684,6 +684,7 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
     sources = compiled = None
+    program_meshes: dict[str, Any] = {}
     from stablehlo_layout.ir.sharding import entry_shardings
     from stablehlo_layout.xla.partitioned import partitions
 
@@ -702,15 +703,18 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         from stablehlo_layout.ir.metadata import read_sources
 
         assert compiled is not None
-        from stablehlo_layout.ir.sharding import carry_meshes
+        from stablehlo_layout.ir.sharding import read_meshes
 
-        exported_module = module
+        program_meshes = read_meshes(module)  # a partitioned program's axis names; XLA's module keeps none
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True)
-        carry_meshes(exported_module, module)  # a partitioned program's axis names
         # The HLO header cannot show a scalar left open; the requests can (XLA §8.5).
         mlir.open_scalar_entries(module, [r == "auto" for r in in_req], [r == "auto" for r in out_req])
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
+    if as_compiled and program_meshes:
+        from stablehlo_layout.ir.sharding import with_program_meshes
+
+        result.assignment.graph.meshes = with_program_meshes(result.assignment.graph.meshes, program_meshes)
     if sources is not None:
         from stablehlo_layout.ir.metadata import name_by_instruction
 

@@ -37,7 +37,14 @@ from stablehlo_layout.model.graph import (
     shape_text,
 )
 from stablehlo_layout.ir.marks import LOOP_RANK, PASS_CREATED, PASS_CREATED_EARLY, USER_ORDER, USER_ORDERS
-from stablehlo_layout.ir.sharding import GROUPS_ATTRIBUTE, collective_facts, read_meshes, sharding_of, sharding_text
+from stablehlo_layout.ir.sharding import (
+    GROUPS_ATTRIBUTE,
+    collective_facts,
+    read_meshes,
+    sharding_of,
+    sharding_text,
+    splits,
+)
 from stablehlo_layout.model.rules import rule_for
 
 # Region kinds by parent op: which computation each region of the op is.
@@ -1035,12 +1042,16 @@ class _Importer:
         attrs = self.module.attributes
         if "mhlo.num_partitions" in attrs:
             g.spmd = ir.IntegerAttr(attrs["mhlo.num_partitions"]).value > 1
-        for value, a in zip(params, arg_attrs):
-            if "sharding" in a:
-                g.shardings[value.id] = a["sharding"]
-        if any("sharding" in a for a in res_attrs):
-            g.result_shardings = [a.get("sharding") for a in res_attrs]
-        g.meshes = read_meshes(self.module)
+        meshes = read_meshes(self.module)
+        stated = [a["sharding"] for a in (*arg_attrs, *res_attrs) if "sharding" in a]
+        g.partitioned = g.spmd or any(m.size > 1 for m in meshes.values()) or any(map(splits, stated))
+        if g.partitioned:
+            g.meshes = meshes
+            for value, a in zip(params, arg_attrs):
+                if "sharding" in a:
+                    g.shardings[value.id] = a["sharding"]
+            if any("sharding" in a for a in res_attrs):
+                g.result_shardings = [a.get("sharding") for a in res_attrs]
 
 
 def _entry_name(funcs: list[ir.Operation]) -> str:

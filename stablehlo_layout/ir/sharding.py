@@ -39,6 +39,34 @@ def _groups(attr: ir.Attribute) -> Groups:
     return tuple(tuple(x for x in flat[i:i + width] if x >= 0) for i in range(0, len(flat), width))
 
 
+_MESH_AXES = re.compile(r"#stablehlo\.replica_group_mesh_axes<mesh = @([\w.$-]+), axes = \[(.*)\]>$", re.S)
+_AXIS_REF = re.compile(r'#stablehlo\.axis_ref<name = "([^"]+)"(.*?)>')
+
+
+def _module_of(op: ir.Operation) -> ir.Operation | None:
+    while op.name != "builtin.module":
+        parent = op.parent
+        if parent is None:
+            return None
+        op = parent.operation if hasattr(parent, "operation") else parent
+    return op
+
+
+def _mesh_axes_groups(op: ir.Operation, text: str) -> Groups:
+    """XLA's replica groups written as mesh axes (``mesh['axis_0'=4,...] {'axis_0'}`` in a dump):
+    the device groups, each in the order its devices vary over the axes."""
+    m = _MESH_AXES.match(text)
+    module = _module_of(op) if m is not None else None
+    if m is None or module is None:
+        return ()
+    mesh = read_meshes(module).get(m.group(1))
+    refs = _AXIS_REF.findall(m.group(2))
+    names = [n for n, _ in mesh.axes] if mesh is not None else []
+    if mesh is None or not refs or any(rest.strip() or n not in names for n, rest in refs):
+        return ()  # sub-axes, or a mesh not in the module: left unnamed
+    return mesh.ordered_groups([names.index(n) for n, _ in refs])
+
+
 def collective_facts(op: ir.Operation, short: str) -> dict[str, Any]:
     """``replica_groups`` or ``source_target_pairs`` and the channel, for a report to name the mesh axis."""
     attrs = op.attributes
@@ -48,7 +76,7 @@ def collective_facts(op: ir.Operation, short: str) -> dict[str, Any]:
         try:
             groups = _groups(attrs[key])
         except ValueError:
-            groups = ()
+            groups = _mesh_axes_groups(op, str(attrs[key]))
         if groups:
             out[key] = groups
     if "channel_handle" in attrs:
@@ -84,6 +112,13 @@ def read_meshes(module: ir.Module | ir.Operation) -> dict[str, Mesh]:
     return out
 
 
+def splits(text: str) -> bool:
+    """Whether a sharding (as ``sharding_text`` spells it) puts a value on several devices in pieces."""
+    if text.startswith("P("):
+        return any(part.strip() != "None" for part in text[2:text.index(")")].split(","))
+    return "devices=" in text
+
+
 def sharding_text(attr: ir.Attribute) -> str:
     """A sharding as a reader knows it: ``P('data', None) on @mesh`` for Shardy's, the HLO string for GSPMD's."""
     if isinstance(attr, ir.StringAttr):
@@ -117,21 +152,11 @@ def sharding_of(attrs: Any) -> str | None:
     return None
 
 
-def carry_meshes(source: ir.Module, target: ir.Module) -> None:
-    """Put ``source``'s ``sdy.mesh`` ops into ``target``: XLA's module of a partitioned program
-    (``--as-compiled``) keeps the devices' numbers but not the mesh's axis names."""
-    meshes = [op for op in source.body.operations if op.operation.name == "sdy.mesh"]
-    if not meshes:
-        return
-    body = target.body
-    present = {ir.StringAttr(op.attributes["sym_name"]).value for op in body.operations
-               if op.operation.name == "sdy.mesh"}
-    with target.context, ir.Location.unknown():
-        at = ir.InsertionPoint.at_block_begin(body)
-        for op in meshes:
-            if ir.StringAttr(op.attributes["sym_name"]).value not in present:
-                # Through its text: an op cloned from another module's body crashed the bindings.
-                at.insert(ir.Operation.parse(str(op.operation)))
+def with_program_meshes(graph_meshes: dict[str, Mesh], program: dict[str, Mesh]) -> dict[str, Mesh]:
+    """The meshes a report names axes by: the program's first (XLA's module of a partitioned
+    program, ``--as-compiled``, keeps the devices' numbers but not the mesh's axis names; where it
+    keeps a mesh, its axes are XLA's ``axis_0``, ``axis_1``...), then the module's own."""
+    return {**program, **{k: m for k, m in graph_meshes.items() if k not in program}}
 
 
 def entry_shardings(f: ir.Operation) -> tuple[list[str | None], list[str | None]]:

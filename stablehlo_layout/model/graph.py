@@ -519,9 +519,12 @@ class Graph:
     # A partitioned program's meshes by name (``sdy.mesh``), and the sharding of
     # each entry parameter (by value id) and entry result the input states, as
     # reports spell them; an op's own (``@Sharding``) is its ``sharding`` attribute.
+    # All three stay empty in a program on one device: JAX and XLA state a
+    # replicated sharding and an empty mesh there too, which says nothing.
     meshes: dict[str, Mesh] = field(default_factory=dict)
     shardings: dict[int, str] = field(default_factory=dict)
     result_shardings: list[str | None] = field(default_factory=list)
+    partitioned: bool = False  # a mesh of several devices, or a sharding that splits a value
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     columns: Columns = field(default_factory=Columns)
     # The MLIR context whose locations the instructions name by pointer (``Instruction.where``).

@@ -55,6 +55,13 @@ class Mesh:
             out.setdefault(key, set()).add(device)
         return frozenset(frozenset(g) for g in out.values())
 
+    def ordered_groups(self, axes: Sequence[int]) -> Groups:
+        """``groups_of`` in order: groups by their first device, each device in row-major order."""
+        out: dict[tuple[int, ...], list[int]] = {}
+        for device, coord in self._coords().items():
+            out.setdefault(tuple(c for k, c in enumerate(coord) if k not in axes), []).append(device)
+        return tuple(sorted(tuple(g) for g in out.values()))
+
     def axes_of_groups(self, groups: Groups) -> tuple[str, ...] | None:
         """The mesh axes whose devices make exactly ``groups``; None when no set of axes does."""
         wanted = frozenset(frozenset(g) for g in groups)

@@ -138,6 +138,8 @@ def value_sharding(g: Graph, vid: int) -> str | None:
     """The sharding the input states for a value: an entry parameter's, or its producer's own (``@Sharding``)."""
     if vid in g.shardings:
         return g.shardings[vid]
+    if not g.partitioned:
+        return None
     ins = g.instrs[g.values[vid].producer]
     return ins.attrs.get("sharding") if ins.op != "parameter" else None
 
