@@ -97,8 +97,10 @@ def unnamed_axis(groups: Groups) -> str | None:
     """``4 devices, stride 1``: the axis of an iota mesh the groups span, where no names are known."""
     if not groups:
         return None
-    strides = {_stride(g) for g in groups}
     sizes = {len(g) for g in groups}
+    if sizes == {1}:
+        return "1 device"
+    strides = {_stride(g) for g in groups}
     if len(strides) != 1 or len(sizes) != 1 or None in strides:
         return None
     return f"{sizes.pop()} devices, stride {strides.pop()}"

@@ -99,6 +99,8 @@ def describe(g: Graph, iid: int, side: str) -> Collective | None:
         axes = mesh = None
         if fallback is None:
             axis = "devices that make no axis of an evenly numbered mesh"
+        elif fallback == "1 device":
+            axis = "one device per group (nothing is exchanged)"
         else:
             axis = fallback if not (pairs or groups) else f"a mesh axis of {fallback}"
     return Collective(side, op, where, iid, attrs.get("dim"), axes, mesh, axis, devices, attrs.get("channel_id"))

@@ -24,8 +24,8 @@ def _child(argv: list[str]) -> int:
     try:
         module = mlir.load(sys.stdin.buffer.read(), spec["path"], mlir.make_context())
         compiled = compile_module(module, spec["path"], "xla-cpu", spec["entry_layouts"])
-    except InputError as e:
-        print(str(e), file=sys.stderr)
+    except InputError as e:  # its reason: the parent says it of its own input
+        print(" ".join(e.reason.split()), file=sys.stderr)
         return 1
     json.dump({"before": compiled.before, "after": compiled.after, "note": compiled.note}, sys.stdout)
     return 0

@@ -53,6 +53,7 @@ def test_unnamed_axes_by_size_and_stride():
     assert unnamed_axis(((0, 1, 2, 3), (4, 5, 6, 7))) == "4 devices, stride 1"
     assert unnamed_axis(((0, 4), (1, 5), (2, 6), (3, 7))) == "2 devices, stride 4"
     assert unnamed_axis(((0, 1, 3), (2, 4, 5))) is None
+    assert unnamed_axis(((0,), (1,))) == "1 device"
 
 
 def _shard_map_program():
