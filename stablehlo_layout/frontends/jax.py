@@ -660,7 +660,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ``shard_map``; arguments as ``jax.ShapeDtypeStruct(..., sharding=...)``
     over a ``Mesh`` or an ``AbstractMesh``) is compiled for a mesh of N
     compile-only devices: XLA:CPU's N host devices (in a child process when
-    this one has fewer), XLA:GPU's deviceless ``1x1xN`` topology.  The module
+    this one has fewer), XLA:GPU's deviceless ``1x1xN`` topology, N chips
+    of XLA:TPU.  The module
     laid out is XLA's partitioned per-device one; explanations name the
     collective and the mesh axis behind each copy, and ``verify=True``
     compares entry layouts and copies with XLA's own layout assignment.

@@ -11,7 +11,8 @@ layout assignment receives exists only in a compile for N devices.
   (``python -m stablehlo_layout.xla.partitioned_child``), which hands the dumps back.
 - XLA:GPU: deviceless, topology ``1x1xN`` of the described GPU (one partition,
   one host, N devices).
-- XLA:TPU: not yet (a topology per generation and chip count).
+- XLA:TPU: deviceless, a topology of N chips of the generation
+  (``tpu_deviceless.mesh_topology``: ``v5e:2x4`` for 8), in libtpu's child process.
 """
 
 from __future__ import annotations
@@ -41,14 +42,11 @@ def partitions(module: Any) -> int:
     return ir.IntegerAttr(attrs["mhlo.num_partitions"]).value
 
 
-def check_partitions(n: int, path: str, target: str) -> None:
-    """One line where the mesh cannot be compiled for."""
+def check_partitions(n: int, path: str) -> None:
+    """One line where the mesh is too large to compile for."""
     if n > MAX_DEVICES:
         raise InputError(path, f"the module is partitioned for {n} devices; --as-compiled makes at most "
                                f"{MAX_DEVICES} compile-only devices")
-    if target == "xla-tpu":
-        raise InputError(path, f"the module is partitioned for {n} devices; --as-compiled --target xla-tpu "
-                               "compiles for one chip (use --target xla-cpu or xla-gpu, or an XLA:TPU dump)")
 
 
 def cpu_devices(n: int) -> list[Any] | None:

@@ -327,7 +327,7 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
 
     n = partitioned.partitions(module)
     if n > 1:
-        partitioned.check_partitions(n, path, target)
+        partitioned.check_partitions(n, path)
     devices: list[Any] = []
     if target == "xla-cpu":
         client, device = _cpu_client()
@@ -348,6 +348,8 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         generation = tpu or DEFAULT_GENERATION
         client = device = None
         label = f"XLA:TPU {generation}"
+        if n > 1:
+            label = f"XLA:TPU {generation} ({n} chips)"
     else:
         client, device = _gpu_client(path, gpu_config, gpu_label)
         label = f"XLA:GPU ({device.device_kind})"
@@ -365,8 +367,10 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     def compile(flags: dict[str, Any]) -> Any:
         if target == "xla-tpu":
             bytecode = program.operation.get_asm(binary=True, enable_debug_info=True)
+            stated = entry_shardings(f)
+            mesh = (n, [s is not None for s in stated[0]], [s is not None for s in stated[1]]) if n > 1 else None
             return tpu_deviceless.compile_in_child(cast(bytes, bytecode), generation, flags, len(ftype.inputs),
-                                                   len(ftype.results), path)
+                                                   len(ftype.results), path, mesh)
         if devices:
             options = partitioned.options(client, devices, flags, *entry_shardings(f))
             executable_devices = xc.DeviceList(tuple(devices))

@@ -123,14 +123,18 @@ def test_analyze_jit_with_named_shardings():
     assert any(line.startswith("entry ") and "sharding" in line for line in repr(a).splitlines())
 
 
-def test_too_large_a_mesh_is_one_line():
+def test_too_large_a_mesh_is_one_line_and_tpu_slices():
     from stablehlo_layout.xla.partitioned import MAX_DEVICES, check_partitions
+    from stablehlo_layout.xla.tpu_deviceless import mesh_topology
 
     with pytest.raises(InputError) as e:
-        check_partitions(MAX_DEVICES + 1, "m.mlir", "xla-cpu")
+        check_partitions(MAX_DEVICES + 1, "m.mlir")
     assert len(str(e.value).splitlines()) == 1 and f"{MAX_DEVICES + 1} devices" in str(e.value)
-    with pytest.raises(InputError, match="compiles for one chip"):
-        check_partitions(8, "m.mlir", "xla-tpu")
+    # XLA:TPU's meshes: the smallest slice with N chips, as the sharded oracle's v5e:2x4 (a host at least).
+    assert [mesh_topology("v5e", n) for n in (2, 4, 6, 8, 16)] == ["v5e:2x2", "v5e:2x2", "v5e:2x4", "v5e:2x4",
+                                                                  "v5e:4x4"]
+    assert [mesh_topology("v4", n) for n in (4, 8, 16, 32, 64)] == ["v4:2x2x1", "v4:2x2x2", "v4:2x2x4", "v4:2x4x4",
+                                                                   "v4:4x4x4"]
 
 
 _IN_PROCESS = textwrap.dedent("""
@@ -181,3 +185,20 @@ def test_analyze_shard_map_on_deviceless_xla_gpu():
     a = analyze(f, x, w, target="xla-gpu", verify=True)
     assert a.verified, a.mismatches
     assert a.verification is not None and "8 devices" in a.verification.oracle
+
+
+@ORACLE
+def test_analyze_shard_map_on_deviceless_xla_tpu():
+    from stablehlo_layout.frontends.jax import analyze
+    from stablehlo_layout.xla.tpu_deviceless import unavailable
+
+    why = unavailable()
+    if why:
+        pytest.skip(why)
+    f, x, w = _shard_map_program()
+    a = analyze(f, x, w, target="xla-tpu", verify=True)
+    # Compiled for a v5e:2x4 slice; the per-device module's entry layouts are libtpu's.  (Its copies
+    # are the TPU target's fidelity, measured by the sharded differential, not held here.)
+    assert a.verification is not None and a.verification.oracle.startswith("XLA:TPU v5e (8 chips)")
+    assert not a.verification.entry_mismatches
+    assert [p.shape for p in a.params] == ["f32[16,32]", "f32[32,32]"]
