@@ -282,6 +282,7 @@ def _read_program(args: argparse.Namespace, ctx, target):
     from stablehlo_layout.xla import pipeline as xla_compile
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.ir.metadata import read_sources
+    from stablehlo_layout.ir.sharding import read_meshes
 
     backend = xla_compile.backend_of(target)
     # A JAX function is lowered for the platform it is compiled for.
@@ -293,6 +294,8 @@ def _read_program(args: argparse.Namespace, ctx, target):
     if compiled.note:
         _say(args, compiled.note)
     args.compiled_by = compiled.backend
+    # The axis names a partitioned program's mesh gives its devices; XLA's module keeps none.
+    args.program_meshes = read_meshes(module)
     return (mlir.load(compiled.before, path, ctx, hlo_sources=True, hlo_proto=compiled.before_proto),
             read_sources(compiled.before, path))
 
@@ -336,6 +339,10 @@ def _analysis(args: argparse.Namespace, trace: bool):
     # Explanations quote XLA's rounds and priorities: run every round.
     # The module is dropped below: the import may inline into it rather than a copy.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)
+    if getattr(args, "program_meshes", None):
+        from stablehlo_layout.ir.sharding import with_program_meshes
+
+        graph.meshes = with_program_meshes(graph.meshes, args.program_meshes)
     if args.mlir_print_debuginfo:
         from stablehlo_layout.ir.locations import show_full_locations
 

@@ -199,8 +199,10 @@ def _request(value: Any, aval: Any, what: str) -> tuple[Any, str]:
     if not L.is_permutation(m2m, rank):
         raise ValueError(f"{what}: Layout(major_to_minor={m2m}) is not a permutation of "
                          f"0..{rank - 1} for shape {_shape_text(aval.shape, aval.dtype)}")
-    # A concrete Layout needs a concrete sharding; one device is what we analyze.
-    fmt = Format(lay, sharding if sharding is not None else SingleDeviceSharding(_device()))
+    # A concrete Layout needs a concrete sharding: the argument's mesh sharding, else the one device.
+    if sharding is None:
+        sharding = _mesh_sharding(aval) or SingleDeviceSharding(_device())
+    fmt = Format(lay, sharding)
     return fmt, L.format_layout(L.from_major_to_minor(m2m))
 
 
@@ -220,13 +222,21 @@ def _flat_requests(spec: Any, avals: list[Any], what: str) -> tuple[list[Any], l
     return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
+def _mesh_sharding(x: Any) -> Any:
+    """The sharding of a value over a mesh (``NamedSharding``), kept; any other (one device) is not a request."""
+    from jax.sharding import NamedSharding
+
+    sharding = getattr(x, "sharding", None)
+    return sharding if isinstance(sharding, NamedSharding) and sharding.mesh.size > 1 else None
+
+
 def _as_struct(x: Any):
-    """Shape and dtype only: a concrete array's own format is not a layout request."""
+    """Shape, dtype and a mesh sharding: a concrete array's own format is not a layout request."""
     import jax
     import numpy as np
 
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return jax.ShapeDtypeStruct(tuple(x.shape), x.dtype)
+        return jax.ShapeDtypeStruct(tuple(x.shape), x.dtype, sharding=_mesh_sharding(x))
     arr = np.asarray(x)
     return jax.ShapeDtypeStruct(arr.shape, jax.dtypes.canonicalize_dtype(arr.dtype))
 
@@ -245,6 +255,7 @@ class EntryLayout:
     requested: str  # "default" | "auto" | "{0,1}"
     minor_to_major: Layout | None
     xla: Layout | None = None  # XLA's choice (minor_to_major) when verified
+    sharding: str | None = None  # a partitioned program's, as XLA's module states it
 
     @property
     def major_to_minor(self) -> Layout | None:
@@ -382,13 +393,20 @@ class JaxAnalysis:
     def _entry_rows(self) -> tuple[list[str], list[list[str]]]:
         head = ["entry", "shape", "requested", "chosen (XLA m2m)", "JAX major_to_minor"]
         if self.verified is not None:
-            head.append("XLA:GPU chose" if self._gpu_verified else "XLA:CPU chose")
+            oracle = self.verification.oracle.split()[0] if self.verification is not None else "XLA:CPU"
+            head.append(f"{oracle} chose")
+        # A partitioned program: the shapes are the whole arrays', each device holds its shard.
+        sharded = any(e.sharding for e in [*self.params, *self.results])
+        if sharded:
+            head.append("sharding")
         rows = []
         for e in [*self.params, *self.results]:
             row = [f"{'param' if e.kind == 'parameter' else 'result'} {e.index}", e.shape, e.requested,
                    _fmt(e.minor_to_major), str(e.major_to_minor) if e.major_to_minor is not None else "-"]
             if self.verified is not None:
                 row.append(_fmt(e.xla) + ("" if e.agrees in (None, True) else "  MISMATCH"))
+            if sharded:  # one mesh, named in the explanation: the spec alone
+                row.append(e.sharding.split(" on @", 1)[0] if e.sharding else "-")
             rows.append(row)
         return head, rows
 
@@ -638,6 +656,15 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     deviceless for the ``gpu``) up to layout assignment, and every copy names
     the user's op and source line from XLA's metadata.  ``False`` lays out the
     exported StableHLO as it is.
+    A sharded function (``jax.jit`` with ``NamedSharding`` in/out shardings,
+    ``shard_map``; arguments as ``jax.ShapeDtypeStruct(..., sharding=...)``
+    over a ``Mesh`` or an ``AbstractMesh``) is compiled for a mesh of N
+    compile-only devices: XLA:CPU's N host devices (in a child process when
+    this one has fewer), XLA:GPU's deviceless ``1x1xN`` topology, N chips
+    of XLA:TPU.  The module
+    laid out is XLA's partitioned per-device one; explanations name the
+    collective and the mesh axis behind each copy, and ``verify=True``
+    compares entry layouts and copies with XLA's own layout assignment.
     """
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.frontends.api import assign_module, resolve_target
@@ -658,7 +685,18 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
     sources = compiled = None
-    if as_compiled or (verify and backend == "xla-tpu"):
+    program_meshes: dict[str, Any] = {}
+    from stablehlo_layout.ir.sharding import entry_shardings
+    from stablehlo_layout.xla.partitioned import partitions
+
+    from stablehlo_layout.ir.entry_modes import entry_function
+
+    stated_shardings = entry_shardings(entry_function(module))
+
+    # A partitioned program is held against XLA's own per-device module: no executable of this
+    # process runs on its mesh, and the layouts of that module are what verify compares.
+    by_dump = backend == "xla-tpu" or partitions(module) > 1
+    if as_compiled or (verify and by_dump):
         from stablehlo_layout.xla.pipeline import compile_module, gpu_options
 
         compiled = compile_module(module, f"<jax.export of {name}>", backend, entry_layouts, **gpu_options(tgt))
@@ -666,12 +704,19 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         from stablehlo_layout.ir.metadata import read_sources
 
         assert compiled is not None
+        from stablehlo_layout.ir.sharding import read_meshes
+
+        program_meshes = read_meshes(module)  # a partitioned program's axis names; XLA's module keeps none
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True,
                            hlo_proto=compiled.before_proto)
         # The HLO header cannot show a scalar left open; the requests can (XLA §8.5).
         mlir.open_scalar_entries(module, [r == "auto" for r in in_req], [r == "auto" for r in out_req])
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
+    if as_compiled and program_meshes:
+        from stablehlo_layout.ir.sharding import with_program_meshes
+
+        result.assignment.graph.meshes = with_program_meshes(result.assignment.graph.meshes, program_meshes)
     if sources is not None:
         from stablehlo_layout.ir.metadata import name_by_instruction
 
@@ -684,6 +729,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
               for i, (v, req) in enumerate(zip(flat_in, in_req))]
     results = [EntryLayout("result", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_results, i))
                for i, (v, req) in enumerate(zip(flat_out, out_req))]
+    # As the function states them (PartitionSpecs), not as XLA's partitioned module spells them.
+    for entries, stated in zip((params, results), stated_shardings):
+        for e, text in zip(entries, stated):
+            e.sharding = text
     warnings = list(result.warnings)
     if len(a.entry_params) != len(flat_in) or len(a.entry_results) != len(flat_out):
         warnings.append(f"note: @main has {len(a.entry_params)} parameters and {len(a.entry_results)} results "
@@ -691,9 +740,9 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     out = JaxAnalysis(name, module, result, explanation, params, results, exported, result.target,
                       entry_layouts, warnings, context=ctx, target_object=tgt)
     on_gpu, device = _gpu_of(target, gpu)
-    if verify and backend == "xla-tpu":
+    if verify and by_dump:
         assert compiled is not None
-        _verify_tpu(out, compiled)
+        _verify_by_dump(out, compiled)
     elif verify and on_gpu:
         _verify_gpu(out, fn, structs, in_formats, out_formats, device)
     elif verify:
@@ -779,16 +828,18 @@ def _verify_gpu(a: JaxAnalysis, fn: Callable, structs, in_formats, out_formats, 
     _match_copies(a, v, list(xla.copies), "XLA:GPU")
 
 
-def _verify_tpu(a: JaxAnalysis, compiled: Any) -> None:
-    """Hold our answer against libtpu's after-layout-assignment module of the same compile."""
+def _verify_by_dump(a: JaxAnalysis, compiled: Any) -> None:
+    """Hold our answer against XLA's after-layout-assignment module of the same compile
+    (libtpu's, or any backend's for a partitioned program)."""
     from stablehlo_layout.xla.gpu_deviceless import added_copies, entry_layouts
 
     if compiled.after is None:
         raise InputError(a.name, f"{compiled.backend} dumped no module after its layout assignment to compare with")
-    # XLA:TPU copies once per use; one copy of ours serves every use of a value.
+    # XLA copies once per use; one copy of ours serves every use of a value.
     copies = list({(x.operand, x.dst): x for x in added_copies(compiled.before, compiled.after)}.values())
     label = compiled.backend
-    v = Verification(f"{label}, compiled deviceless", len(a.params) + len(a.results), copies_compared=True,
+    how = "compiled for its mesh" if label.startswith("XLA:CPU") else "compiled deviceless"
+    v = Verification(f"{label}, {how}", len(a.params) + len(a.results), copies_compared=True,
                      xla_copies=copies, late_error=compiled.note or "")
     a.xla_entry_params, a.xla_entry_results = entry_layouts(compiled.after)
     v.entry_mismatches.extend(_entry_mismatches(a, label))

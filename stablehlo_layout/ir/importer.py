@@ -37,6 +37,14 @@ from stablehlo_layout.model.graph import (
     shape_text,
 )
 from stablehlo_layout.ir.marks import LIST_ORDER, LOOP_RANK, PASS_CREATED, PASS_CREATED_EARLY, USER_ORDER, USER_ORDERS
+from stablehlo_layout.ir.sharding import (
+    GROUPS_ATTRIBUTE,
+    collective_facts,
+    read_meshes,
+    sharding_of,
+    sharding_text,
+    splits,
+)
 from stablehlo_layout.model.rules import rule_for
 
 # The HLO instruction an op was converted from (its NameLoc), as ``marks`` reads it.
@@ -155,6 +163,8 @@ _EXTRACTED = {
     "transpose", "broadcast_in_dim", "dynamic_broadcast_in_dim", "broadcast", "reduce", "concatenate",
     "custom_call", "dot_general", "dot", "convolution", "constant", "compare", "infeed", "all_gather",
     "all_reduce", "reduce_scatter", "all_to_all", "reshape", "convert", "while",
+    # Only reports read these: the mesh axis a collective spans, a value's stated sharding.
+    "collective_permute", "collective_broadcast", "sharding_constraint",
 }
 
 
@@ -360,6 +370,12 @@ def _extract(op: ir.Operation, name: str) -> dict[str, Any]:
     elif short == "all_to_all":
         if "split_dimension" in attrs:
             out["dim"] = ir.IntegerAttr(attrs["split_dimension"]).value
+    elif short == "sharding_constraint" and "sharding" in attrs:
+        out["sharding"] = sharding_text(attrs["sharding"])
+    if short in GROUPS_ATTRIBUTE:
+        out.update(collective_facts(op, short))
+    elif short == "custom_call" and (sharding := sharding_of(attrs)) is not None:
+        out["sharding"] = sharding
     return out
 
 
@@ -1061,6 +1077,16 @@ class _Importer:
         attrs = self.module.attributes
         if "mhlo.num_partitions" in attrs:
             g.spmd = ir.IntegerAttr(attrs["mhlo.num_partitions"]).value > 1
+        meshes = read_meshes(self.module)
+        stated = [a["sharding"] for a in (*arg_attrs, *res_attrs) if "sharding" in a]
+        g.partitioned = g.spmd or any(m.size > 1 for m in meshes.values()) or any(map(splits, stated))
+        if g.partitioned:
+            g.meshes = meshes
+            for value, a in zip(params, arg_attrs):
+                if "sharding" in a:
+                    g.shardings[value.id] = a["sharding"]
+            if any("sharding" in a for a in res_attrs):
+                g.result_shardings = [a.get("sharding") for a in res_attrs]
 
 
 def _entry_name(funcs: list[ir.Operation]) -> str:
@@ -1215,6 +1241,9 @@ def _attr_dicts(f: ir.Operation, key: str, n: int) -> list[dict[str, str]]:
                 out[i][name] = ir.StringAttr(a).value if isinstance(a, ir.StringAttr) else str(ir.IntegerAttr(a).value)
         if CHOSEN_MARK in d:
             out[i][CHOSEN_MARK] = ""
+        sharding = sharding_of(d)
+        if sharding is not None:
+            out[i]["sharding"] = sharding
         if HLO_PARAMETER_LAYOUT in d:
             out[i][HLO_PARAMETER_LAYOUT] = ",".join(str(int(x)) for x in ir.DenseIntElementsAttr(d[HLO_PARAMETER_LAYOUT]))  # type: ignore[attr-defined]
     return out

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from stablehlo_layout.model.layout import ArrayShape, Dims, Layout
+from stablehlo_layout.model.mesh import Mesh
 
 # A backend's layout fields for (element, dims, minor_to_major): ``Target.tiling``.
 Tiling = Callable[[str, Dims, Layout], str]
@@ -515,6 +516,15 @@ class Graph:
     entry_aliases: list[tuple[int, int]] = field(default_factory=list)
     unknown_ops: dict[str, int] = field(default_factory=dict)
     spmd: bool = False  # partitioned SPMD module: channels carry no layout agreement
+    # A partitioned program's meshes by name (``sdy.mesh``), and the sharding of
+    # each entry parameter (by value id) and entry result the input states, as
+    # reports spell them; an op's own (``@Sharding``) is its ``sharding`` attribute.
+    # All three stay empty in a program on one device: JAX and XLA state a
+    # replicated sharding and an empty mesh there too, which says nothing.
+    meshes: dict[str, Mesh] = field(default_factory=dict)
+    shardings: dict[int, str] = field(default_factory=dict)
+    result_shardings: list[str | None] = field(default_factory=list)
+    partitioned: bool = False  # a mesh of several devices, or a sharding that splits a value
     region_depth: int = 0  # how deep regions nest (1: a function body with no region ops)
     # XLA's instruction list of a computation where the input says and it is not the block
     # order (an XLA dump's HloProto, ``ir.hlo_proto``): XLA:CPU adds its demands in this order.

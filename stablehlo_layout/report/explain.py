@@ -21,10 +21,12 @@ from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.constraints import BUFFER, OPERAND, BufferConstraint, Constraint, Origin, ResultConstraint
 from stablehlo_layout.model.errors import PassError
 from stablehlo_layout.model.graph import Graph, Value, shape_text
+from stablehlo_layout.model.mesh import Mesh
 from stablehlo_layout.engine.aliasing import what_removes, why_copied
 from stablehlo_layout.engine.driver import assign_layouts, quiet_gc
 from stablehlo_layout.engine.result import Assignment, CopyGroup, copy_groups
 from stablehlo_layout.ir.metadata import Source, entry_parameter_key
+from stablehlo_layout.report.collectives import Collective, behind, use_sharding, value_sharding
 from stablehlo_layout.targets.base import Target, tiling_of
 
 SCHEMA = "stablehlo-layout.explain/1"
@@ -173,6 +175,8 @@ class CopyReport:
     # the copy reads and writes with the tiles' padding, which is what memory
     # really moves; None elsewhere.
     tiled: "TiledCost | None" = None
+    # The collectives the chains pass through, each with the mesh axis it spans (collectives.py).
+    collectives: list[Collective] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -220,6 +224,7 @@ class CopyReport:
             "producer_chain": [x.to_json() for x in self.producer_chain],
             "verdict": self.verdict, "reason": self.reason,
             "fix": self.fix.to_json() if self.fix else None, "fix_note": self.fix_note,
+            **({"collectives": [c.to_json() for c in self.collectives]} if self.collectives else {}),
         }
 
 
@@ -231,6 +236,7 @@ class ParameterCost:
     copies_if_free: int | None  # change in copy count when left unpinned
     bytes_if_free: int | None
     name: str = ""  # its HLO name where the input is XLA's module (a dump, --as-compiled)
+    sharding: str | None = None  # as the input states it, in a partitioned program
 
 
 @dataclass
@@ -240,6 +246,8 @@ class Explanation:
     copies: list[CopyReport]
     parameters: list[ParameterCost]
     by_reason: dict[str, tuple[int, int]] = field(default_factory=dict)  # reason -> (count, bytes)
+    # A partitioned program's meshes by name (``sdy.mesh``).
+    meshes: dict[str, Mesh] = field(default_factory=dict)
 
     @property
     def total_bytes(self) -> int:
@@ -267,8 +275,13 @@ class Explanation:
                 "parameters": [{"index": p.index, **({"name": p.name} if p.name else {}),
                                 "layout": layout_text(p.layout) if p.layout is not None else None,
                                 "pinned": p.pinned, "copies_delta_if_free": p.copies_if_free,
-                                "bytes_delta_if_free": p.bytes_if_free} for p in self.parameters],
+                                "bytes_delta_if_free": p.bytes_if_free,
+                                **({"sharding": p.sharding} if p.sharding is not None else {})}
+                               for p in self.parameters],
             },
+            **({"meshes": [{"name": k, "axes": [{"name": a, "size": n} for a, n in m.axes],
+                            "device_ids": list(m.device_ids) if m.device_ids is not None else None}
+                           for k, m in self.meshes.items()]} if self.meshes else {}),
         }
 
     def render(self) -> str:
@@ -702,12 +715,16 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             shape=shape_text(v),
             src=group.edges[0].src,
             dst=group.dst,
-            producer=_with_source({"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
-                                   "location": g.instrs[v.producer].loc, "result": v.index,
-                                   "name": g.value_name(v.id)}, sources, g, g.instrs[v.producer]),
-            consumers=[_with_source({"use": describe_use(g, e.consumer, e.operand), "op": g.instrs[e.consumer].op,
-                                     "location": g.instrs[e.consumer].loc, "operand": e.operand,
-                                     "name": g.use_name(e.consumer, e.operand)}, sources, g, g.instrs[e.consumer])
+            producer=_sharded(_with_source({"value": describe_value(g, v.id), "op": g.instrs[v.producer].op,
+                                            "location": g.instrs[v.producer].loc, "result": v.index,
+                                            "name": g.value_name(v.id)}, sources, g, g.instrs[v.producer]),
+                              value_sharding(g, v.id)),
+            consumers=[_sharded(_with_source({"use": describe_use(g, e.consumer, e.operand),
+                                              "op": g.instrs[e.consumer].op,
+                                              "location": g.instrs[e.consumer].loc, "operand": e.operand,
+                                              "name": g.use_name(e.consumer, e.operand)}, sources, g,
+                                             g.instrs[e.consumer]),
+                                use_sharding(g, e.consumer, e.operand))
                        for e in group.edges],
             bytes=value_bytes(v) if moves else 0,
             moves_data=moves,
@@ -723,6 +740,9 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
             aliased_output=group.edges[0].aliased_output,
             chain_joins=joins,
             tiled=tiled_cost(a.target, v, group.edges[0].src, group.dst),
+            collectives=behind(g, [*(("consumer", e.demand.origin if e.demand is not None else None)
+                                     for e in group.edges),
+                                   ("producer", producer_c.origin if producer_c is not None else None)]),
         ))
     _name_what_in_place_copies_read(reports)
     by_reason: dict[str, tuple[int, int]] = {}
@@ -737,7 +757,19 @@ def _explain(a: Assignment, fixes: bool, max_reruns: int, sources: Mapping[str, 
         # The dump's names for the entry's parameters, which its reader knows them by.
         costs = [replace(p, name=src.name) if (src := sources.get(entry_parameter_key(p.index))) else p
                  for p in costs]
-    return Explanation(name, a.entry_mode, reports, costs, by_reason)
+    if g.shardings:
+        from dataclasses import replace
+
+        params = g.comps[g.entry].params  # type: ignore[index]
+        costs = [replace(p, sharding=value_sharding(g, g.instrs[params[p.index]].results[0])) for p in costs]
+    return Explanation(name, a.entry_mode, reports, costs, by_reason, dict(g.meshes))
+
+
+def _sharded(entry: dict[str, Any], sharding: str | None) -> dict[str, Any]:
+    """A producer's or consumer's entry with the sharding the input states for it, where it states one."""
+    if sharding is not None:
+        entry["sharding"] = sharding
+    return entry
 
 
 def _name_what_in_place_copies_read(reports: list[CopyReport]) -> None:
@@ -824,14 +856,18 @@ def _source_suffix(entry: dict[str, Any]) -> str:
     return f" ({entry['source']['text']})" if "source" in entry else ""
 
 
+def _sharding_suffix(entry: dict[str, Any]) -> str:
+    return f" [sharding {entry['sharding']}]" if "sharding" in entry else ""
+
+
 def render_copy(r: CopyReport) -> str:
     if r.aliased_output is not None:
         return _render_in_place(r)
     lines = [f"copy #{r.index}: {r.shape} {layout_text(r.src)} -> {layout_text(r.dst)}"]
     lines.append(f"  layouts: {_layouts(r.src)} -> {_layouts(r.dst)}")
-    lines.append(f"  producer: {r.producer['value']}{_source_suffix(r.producer)}")
+    lines.append(f"  producer: {r.producer['value']}{_source_suffix(r.producer)}{_sharding_suffix(r.producer)}")
     for c in r.consumers:
-        lines.append(f"  consumer: {c['use']}{_source_suffix(c)}")
+        lines.append(f"  consumer: {c['use']}{_source_suffix(c)}{_sharding_suffix(c)}")
     if len(r.consumers) > 1:
         lines.append(f"  note: XLA makes one copy per use ({len(r.consumers)} here, as its dumps show); "
                      "one copy serves them all")
@@ -840,6 +876,8 @@ def render_copy(r: CopyReport) -> str:
         t = r.tiled
         lines.append(f"  tiled: {t.src} -> {t.dst}; with the tiles' padding it reads {fmt_bytes(t.read_bytes)} "
                      f"and writes {fmt_bytes(t.written_bytes)}")
+    for col in r.collectives:
+        lines.append(f"  collective: the {col.side}'s layout comes from {col.words()}")
     chains = r.chains()
     for k, (links, join) in enumerate(zip(chains, r.joins())):
         who = "the consumer" if len(chains) == 1 else f"consumer {k + 1}"
@@ -936,24 +974,37 @@ def render_summary(e: Explanation) -> str:
         k = unknown_by_reason.get(reason, 0)
         size = fmt_bytes(b) if not k else (f"{fmt_bytes(b)} and {k} of unknown size" if k < n else "unknown size")
         lines.append(f"  {n} x {rule_text(reason)} ({reason}): {size}")
+    lines.extend(_collective_lines(e))
     free_of_cost = [p for p in e.parameters if p.copies_if_free == 0 and not p.bytes_if_free]
     # By identity: ``p not in free_of_cost`` compared every pair of parameters, quadratic.
     free_ids = {id(p) for p in free_of_cost}
     shown = e.parameters if len(e.parameters) <= 16 else [p for p in e.parameters if id(p) not in free_ids]
     for p in shown:
         lay = layout_text(p.layout) if p.layout is not None else "-"
+        sharding = f"; sharding {p.sharding}" if p.sharding is not None else ""
         if p.copies_if_free is None:
             state = ("pinned; not checked" if p.pinned and p.layout is not None and len(p.layout) > 1
                      else "pinned" if p.pinned else "free")
-            lines.append(f"  parameter {p.index} {lay}: {state}")
+            lines.append(f"  parameter {p.index} {lay}: {state}{sharding}")
         elif p.copies_if_free < 0 or p.bytes_if_free:
             lines.append(f"  parameter {p.index} {lay}: pinned; unpinning it changes copies by "
-                         f"{p.copies_if_free:+d} ({p.bytes_if_free:+d} B)")
+                         f"{p.copies_if_free:+d} ({p.bytes_if_free:+d} B){sharding}")
         else:
-            lines.append(f"  parameter {p.index} {lay}: pinned; costs no copies")
+            lines.append(f"  parameter {p.index} {lay}: pinned; costs no copies{sharding}")
     if len(shown) < len(e.parameters):
         lines.append(f"  {len(free_of_cost)} other pinned parameters cost no copies")
     return "\n".join(lines)
+
+
+def _collective_lines(e: Explanation) -> list[str]:
+    """Per collective and mesh axis: the copies whose chains pass through one, and their bytes."""
+    by: dict[tuple[str, str], tuple[int, int]] = {}
+    for c in e.copies:
+        for key in dict.fromkeys((x.op, x.axis) for x in c.collectives):
+            n, b = by.get(key, (0, 0))
+            by[key] = (n + 1, b + (c.total_bytes or 0))
+    return [f"  {n} x next to {op} over {axis}: {fmt_bytes(b)}"
+            for (op, axis), (n, b) in sorted(by.items(), key=lambda kv: (-kv[1][0], kv[0]))]
 
 
 # --- trace -------------------------------------------------------------------

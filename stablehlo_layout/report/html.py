@@ -472,6 +472,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             shape=shape, title=head, item=item,
             label=W["copy-label"].format(k=k, bytes=fmt_bytes(nbytes), src=_fmt(src), dst=_fmt(group.dst))))
     entry = g.comps[g.entry]
+    # A partitioned program: each entry value's sharding as the input states it, in a column of its own.
+    sharded = bool(g.shardings or g.result_shardings)
     params = []
     param_rows = []
     costs = {p.index: p for p in explanation.parameters} if explanation is not None else {}
@@ -488,7 +490,8 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         if_free = "\u2014" if n_free is None else W["if-free"].format(
             copies=quantity(n_free, "copy", "copies"), sign="+" if (b_free or 0) >= 0 else "", bytes=b_free)
         param_rows.append([str(i), _value_shape(v), _fmt(lay) if lay is not None else W["unset"],
-                           W["pinned" if pinned else "free"], if_free])
+                           W["pinned" if pinned else "free"], if_free]
+                          + ([g.shardings.get(v.id) or "\u2014"] if sharded else []))
     results = []
     result_rows = []
     root_operands = g.instrs[entry.root].operands if entry.root >= 0 else None
@@ -500,7 +503,9 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
         results.append(_row("result", value=v.id if v is not None else -1,
                             layout=lays(_fmt(lay)) if lay is not None else -1, pinned=1 if pinned else 0))
         result_rows.append([str(i), _value_shape(v) if v is not None else "",
-                            _fmt(lay) if lay is not None else W["unset"], W["pinned" if pinned else "free"]])
+                            _fmt(lay) if lay is not None else W["unset"], W["pinned" if pinned else "free"]]
+                           + ([(g.result_shardings[i] if i < len(g.result_shardings) else None) or "\u2014"]
+                              if sharded else []))
     reason_rows = [[str(n), _known_bytes(b, unknown), f"{rule_text(r)} ({r})"] for r, (n, b, unknown) in
                    sorted(by_reason.items(), key=lambda kv: (-kv[1][0], kv[0]))]
     sizes = [c[SCHEMA["copy"].index("bytes")] for c in copies]
@@ -543,8 +548,10 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
             "text": summary,
             "tables": [
                 ["Copies by reason", ["copies", "bytes", "reason"], reason_rows],
-                ["Entry parameters", ["#", "shape", "layout", "pinned?", "if left free"], param_rows],
-                ["Entry results", ["#", "shape", "layout", "pinned?"], result_rows],
+                ["Entry parameters", ["#", "shape", "layout", "pinned?", "if left free"]
+                 + (["sharding"] if sharded else []), param_rows],
+                ["Entry results", ["#", "shape", "layout", "pinned?"] + (["sharding"] if sharded else []),
+                 result_rows],
             ],
         },
     }

@@ -35,9 +35,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from stablehlo_layout.ir.entry_modes import entry_function
+from stablehlo_layout.ir.sharding import entry_shardings
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.errors import InputError
 from stablehlo_layout.xla import dumps as xla_dumps
+from stablehlo_layout.xla import partitioned
 from stablehlo_layout.xla.gpu_deviceless import (
     INSTALL_HINT,
     deviceless_device,
@@ -326,9 +328,22 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     from jax._src.lib import xla_client as xc
     from jaxlib.mlir import ir
 
+    n = partitioned.partitions(module)
+    if n > 1:
+        partitioned.check_partitions(n, path)
+    devices: list[Any] = []
     if target == "xla-cpu":
         client, device = _cpu_client()
         label = "XLA:CPU"
+        if n > 1:
+            devices = partitioned.cpu_devices(n) or []
+            if not devices:  # jax started with fewer host devices: a child process makes N
+                _check_ops_known(module, path)
+                _check_single_platform(module, path)
+                bytecode = cast(bytes, module.operation.get_asm(binary=True, enable_debug_info=True))
+                before, after, note = partitioned.compile_cpu_in_child(bytecode, n, path, entry_layouts)
+                return Compiled(before, after, f"XLA:CPU ({n} devices)", note)
+            label = f"XLA:CPU ({n} devices)"
     elif target == "xla-tpu":
         from stablehlo_layout.targets.xla_tpu import DEFAULT_GENERATION
         from stablehlo_layout.xla import tpu_deviceless
@@ -336,13 +351,16 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
         generation = tpu or DEFAULT_GENERATION
         client = device = None
         label = f"XLA:TPU {generation}"
+        if n > 1:
+            label = f"XLA:TPU {generation} ({n} chips)"
     else:
         client, device = _gpu_client(path, gpu_config, gpu_label)
         label = f"XLA:GPU ({device.device_kind})"
-    if "mhlo.num_partitions" in module.operation.attributes and \
-            ir.IntegerAttr(module.operation.attributes["mhlo.num_partitions"]).value > 1:
-        raise InputError(path, "--as-compiled compiles for one device; this module is partitioned "
-                               f"for {ir.IntegerAttr(module.operation.attributes['mhlo.num_partitions']).value}")
+        if n > 1:
+            assert gpu_config is not None  # _gpu_client refused it otherwise
+            devices = partitioned.gpu_devices(gpu_config, n)
+            client = devices[0].client
+            label = f"XLA:GPU ({device.device_kind}, {n} devices)"
     _check_ops_known(module, path)
     _check_single_platform(module, path)
     program = with_entry_layout_modes(module, entry_layouts)
@@ -352,17 +370,23 @@ def compile_module(module: ir.Module, path: str, target: str, entry_layouts: str
     def compile(flags: dict[str, Any]) -> Any:
         if target == "xla-tpu":
             bytecode = program.operation.get_asm(binary=True, enable_debug_info=True)
+            stated = entry_shardings(f)
+            mesh = (n, [s is not None for s in stated[0]], [s is not None for s in stated[1]]) if n > 1 else None
             return tpu_deviceless.compile_in_child(cast(bytes, bytecode), generation, flags, len(ftype.inputs),
-                                                   len(ftype.results), path)
+                                                   len(ftype.results), path, mesh)
         if target == "xla-cpu":
             flags = {**flags, "xla_dump_hlo_as_proto": True}  # the list order (Compiled.before_proto)
-        options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
-        devices = xc.DeviceList((device,))
+        if devices:
+            options = partitioned.options(client, devices, flags, *entry_shardings(f))
+            executable_devices = xc.DeviceList(tuple(devices))
+        else:
+            options = _options(client, device, flags, len(ftype.inputs), len(ftype.results))
+            executable_devices = xc.DeviceList((device,))
         if target == "xla-cpu":
             # jaxlib's CPU client compiles only to load (it has no compile-only factory).
-            return client.compile_and_load(program, devices, options)
+            return client.compile_and_load(program, executable_devices, options)
         # Deviceless: the plugin's compile-only client for a described GPU; nothing to load onto.
-        return client.compile(program, executable_devices=devices, compile_options=options)
+        return client.compile(program, executable_devices=executable_devices, compile_options=options)
 
     def run() -> xla_dumps.Dumps:
         return xla_dumps.run_to_layout_assignment(compile)

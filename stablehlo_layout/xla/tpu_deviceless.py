@@ -18,6 +18,7 @@ ended.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -116,9 +117,33 @@ def tpu_device(generation: str) -> Any:
     return topologies.get_topology_desc(topology_name=TOPOLOGIES[generation], platform="tpu").devices[0]
 
 
+# A mesh of N chips: the slices each generation grows from its smallest
+# (``TOPOLOGIES``, one host), one dimension at a time, as TPU slices are named:
+# 2x2, 2x4, 4x4, 4x8 ... planar; 2x2x1, 2x2x2, 2x2x4, 2x4x4, 4x4x4 ... in 3-D.
+def _next_dimension(rank: int, step: int) -> int:
+    if rank == 2:
+        return (1, 0)[step % 2]
+    return 2 if step == 0 else (2, 1, 0)[(step - 1) % 3]
+
+
+def mesh_topology(generation: str, n: int) -> str:
+    """The smallest deviceless slice of ``generation`` with at least ``n`` chips (a mesh uses its first ``n``)."""
+    name, _, shape = TOPOLOGIES[generation].partition(":")
+    dims = [int(x) for x in shape.split("x")]
+    step = 0
+    while math.prod(dims) < n:
+        dims[_next_dimension(len(dims), step)] *= 2
+        step += 1
+    return f"{name}:{'x'.join(map(str, dims))}"
+
+
 def compile_in_child(bytecode: bytes, generation: str, flags: dict[str, Any], n_params: int, n_results: int,
-                     path: str) -> None:
+                     path: str, mesh: tuple[int, list[bool], list[bool]] | None = None) -> None:
     """Compile ``bytecode`` for ``generation`` with debug options ``flags`` in a child process.
+
+    ``mesh``: for a module partitioned for N devices, (N, per argument and per
+    result whether the module states its sharding); compiled for N chips of
+    ``mesh_topology``.
 
     Returns when the child compiled; raises RuntimeError with libtpu's own
     message when it failed or died (the dumps written by then are kept by the
@@ -128,7 +153,8 @@ def compile_in_child(bytecode: bytes, generation: str, flags: dict[str, Any], n_
     if why:
         raise InputError("stablehlo-layout", f"--as-compiled --target xla-tpu needs XLA:TPU's compiler: {why}")
     env = {**os.environ, **CHILD_ENV, "TF_CPP_MIN_LOG_LEVEL": os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")}
-    args = json.dumps({"generation": generation, "flags": flags, "params": n_params, "results": n_results})
+    args = json.dumps({"generation": generation, "flags": flags, "params": n_params, "results": n_results,
+                       "mesh": mesh})
     done = subprocess.run([sys.executable, "-m", __name__, args], input=bytecode, capture_output=True, env=env)
     if done.returncode == 0:
         return
@@ -146,17 +172,32 @@ def _child(argv: list[str]) -> int:
     from jax._src.lib import xla_client as xc
     from jax._src.lib.mlir import ir
 
-    device = tpu_device(spec["generation"])
     module = ir.Module.parse(sys.stdin.buffer.read(), mlir.make_ir_context())
-    options = compiler.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=[device],
-                                           backend=device.client)
-    build = options.executable_build_options
-    build.allow_spmd_sharding_propagation_to_parameters = [True] * max(spec["params"], 1)
-    build.allow_spmd_sharding_propagation_to_output = [True] * max(spec["results"], 1)
-    for name, value in spec["flags"].items():
-        setattr(build.debug_options, name, value)
+    if spec.get("mesh"):
+        from stablehlo_layout.xla.partitioned import options as mesh_options
+
+        n, stated_params, stated_results = spec["mesh"]
+        for k, v in QUIET_ENV.items():
+            os.environ.setdefault(k, v)
+        from jax.experimental import topologies
+
+        devices: list[Any] = list(topologies.get_topology_desc(topology_name=mesh_topology(spec["generation"], n),
+                                                               platform="tpu").devices)[:n]
+        device: Any = devices[0]
+        options = mesh_options(device.client, devices, spec["flags"], ["stated" if s else None for s in stated_params],
+                               ["stated" if s else None for s in stated_results])
+    else:
+        device = tpu_device(spec["generation"])
+        devices = [device]
+        options = compiler.get_compile_options(num_replicas=1, num_partitions=1, device_assignment=[device],
+                                               backend=device.client)
+        build = options.executable_build_options
+        build.allow_spmd_sharding_propagation_to_parameters = [True] * max(spec["params"], 1)
+        build.allow_spmd_sharding_propagation_to_output = [True] * max(spec["results"], 1)
+        for name, value in spec["flags"].items():
+            setattr(build.debug_options, name, value)
     try:
-        device.client.compile(module, executable_devices=xc.DeviceList((device,)), compile_options=options)
+        device.client.compile(module, executable_devices=xc.DeviceList(tuple(devices)), compile_options=options)
     except Exception as e:  # XLA's status error: its message is the answer
         lines = [x.strip() for x in str(e).splitlines() if x.strip()]
         print(re.sub(r"^[A-Z_]+: ", "", lines[0] if lines else type(e).__name__), file=sys.stderr)
