@@ -25,7 +25,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from stablehlo_layout.ir.transposes import (attributes_of, dims_of, inverted, is_identity, is_static, make_transpose,
-                                             ops_of, permuted_type)
+                                             numbered, permuted_type)
 
 # The two orders convolutions are written in.  "channels-last": input and
 # output [batch, spatial..., feature], kernel [spatial..., in, out] (NHWC /
@@ -68,13 +68,11 @@ def _numbers(rank: int, order: str) -> stablehlo.ConvDimensionNumbers:
 def convolutions(module: ir.Module) -> list[ConvSite]:
     """The module's convolutions in program order, each with the order it is written in."""
     out: list[ConvSite] = []
-    for op in ops_of(module):
-        if op.name != "stablehlo.convolution":
-            continue
+    for n, op in numbered(module, "stablehlo.convolution"):
         dn = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
         rank = len(dims_of(op.operands[0]))
         order = next((o for o in ORDERS if all(is_identity(p) for p in _layouts(dn, rank, o))), None)
-        out.append(ConvSite(len(out), str(op.location), order))
+        out.append(ConvSite(n, str(op.location), order))
     return out
 
 
@@ -88,11 +86,7 @@ def rewrite_convolutions(module: ir.Module, order: str, only: set[int] | None = 
     if order not in ORDERS:
         raise ValueError(f"unknown convolution order {order!r}")
     changed = 0
-    n = -1
-    for op in ops_of(module):
-        if op.name != "stablehlo.convolution":
-            continue
-        n += 1
+    for n, op in numbered(module, "stablehlo.convolution"):
         if only is not None and n not in only:
             continue
         lhs, rhs, out = op.operands[0], op.operands[1], op.results[0]

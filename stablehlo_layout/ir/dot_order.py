@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from stablehlo_layout.ir.transposes import ELEMENTWISE, attributes_of, dims_of, is_static, make_transpose, ops_of
+from stablehlo_layout.ir.transposes import ELEMENTWISE, attributes_of, dims_of, is_static, make_transpose, numbered
 
 # How many order-free ops a dot's result may pass before the transpose it meets.
 _REACH = 4
@@ -71,11 +71,7 @@ def _swapped_order(op: ir.Operation) -> list[int]:
 def dots(module: ir.Module) -> list[DotSite]:
     """The dots whose operands swapped might spare a transpose of their result."""
     out: list[DotSite] = []
-    n = -1
-    for op in ops_of(module):
-        if op.name != "stablehlo.dot_general":
-            continue
-        n += 1
+    for n, op in numbered(module, "stablehlo.dot_general"):
         if _swappable(op) and _reaches_transpose(op.results[0]):
             shape = dims_of(op.results[0])
             out.append(DotSite(n, str(op.location), tuple(shape), tuple(shape[d] for d in _swapped_order(op))))
@@ -90,11 +86,7 @@ def swap_operands(module: ir.Module, only: set[int]) -> int:
     moves it.  Returns how many dots changed.
     """
     changed = 0
-    n = -1
-    for op in ops_of(module):
-        if op.name != "stablehlo.dot_general":
-            continue
-        n += 1
+    for n, op in numbered(module, "stablehlo.dot_general"):
         if n not in only or not _swappable(op):
             continue
         lhs, rhs, out = op.operands[0], op.operands[1], op.results[0]

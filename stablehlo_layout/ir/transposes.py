@@ -64,6 +64,12 @@ def ops_of(module: ir.Module) -> Iterator[ir.Operation]:
     return iter(nested_ops(module.operation))
 
 
+def numbered(module: ir.Module, name: str) -> Iterator[tuple[int, ir.Operation]]:
+    """The module's ops named ``name``, each with its position among them in program order
+    (the index a rewrite's ``only`` names)."""
+    return enumerate(op for op in ops_of(module) if op.name == name)
+
+
 def attributes_of(op: ir.Operation) -> dict[str, ir.Attribute]:
     table = op.attributes
     return {table[i].name: table[i].attr for i in range(len(table))}
