@@ -1,7 +1,7 @@
 """XLA's instruction list order, read from the HloProto an XLA dump writes beside its text.
 
 XLA:CPU's backend demands are added walking each computation's instruction
-list (docs/XLA.md §10), and that list is not the order a text dump prints:
+list (XLA §10), and that list is not the order a text dump prints:
 ``HloComputation::AddInstructionInternal`` appends every new instruction to
 the end, so what a pass made sits after everything JAX made, in the order
 the passes made it.  The text has lost that order; the proto has not quite
