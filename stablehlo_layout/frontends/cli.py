@@ -282,7 +282,8 @@ def _read_program(args: argparse.Namespace, ctx, target):
     from stablehlo_layout.xla import pipeline as xla_compile
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.ir.metadata import read_sources
-    from stablehlo_layout.ir.sharding import read_meshes
+    from stablehlo_layout.ir.entry_modes import entry_function
+    from stablehlo_layout.ir.sharding import program_sharding
 
     backend = xla_compile.backend_of(target)
     # A JAX function is lowered for the platform it is compiled for.
@@ -294,8 +295,9 @@ def _read_program(args: argparse.Namespace, ctx, target):
     if compiled.note:
         _say(args, compiled.note)
     args.compiled_by = compiled.backend
-    # The axis names a partitioned program's mesh gives its devices; XLA's module keeps none.
-    args.program_meshes = read_meshes(module)
+    # The axis names a partitioned program's mesh gives its devices, and its entry shardings:
+    # XLA's module keeps no names, and newer XLAs no entry shardings.
+    args.program_sharding = program_sharding(module, entry_function(module))
     return (mlir.load(compiled.before, path, ctx, hlo_sources=True, hlo_proto=compiled.before_proto),
             read_sources(compiled.before, path))
 
@@ -339,10 +341,10 @@ def _analysis(args: argparse.Namespace, trace: bool):
     # Explanations quote XLA's rounds and priorities: run every round.
     # The module is dropped below: the import may inline into it rather than a copy.
     graph, assignment, notes = analyze(module, target, args.entry_layouts, trace=trace, exact=True, consume=True)
-    if getattr(args, "program_meshes", None):
-        from stablehlo_layout.ir.sharding import with_program_meshes
+    if getattr(args, "program_sharding", None) is not None:
+        from stablehlo_layout.ir.sharding import adopt_program_sharding
 
-        graph.meshes = with_program_meshes(graph.meshes, args.program_meshes)
+        adopt_program_sharding(graph, args.program_sharding)
     if args.mlir_print_debuginfo:
         from stablehlo_layout.ir.locations import show_full_locations
 

@@ -685,13 +685,11 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     ctx = mlir.make_context()
     module = mlir.load(bytes(exported.mlir_module_serialized), f"<jax.export of {name}>", ctx)
     sources = compiled = None
-    program_meshes: dict[str, Any] = {}
-    from stablehlo_layout.ir.sharding import entry_shardings
+    from stablehlo_layout.ir.entry_modes import entry_function
+    from stablehlo_layout.ir.sharding import adopt_program_sharding, program_sharding
     from stablehlo_layout.xla.partitioned import partitions
 
-    from stablehlo_layout.ir.entry_modes import entry_function
-
-    stated_shardings = entry_shardings(entry_function(module))
+    stated = program_sharding(module, entry_function(module))
 
     # A partitioned program is held against XLA's own per-device module: no executable of this
     # process runs on its mesh, and the layouts of that module are what verify compares.
@@ -704,19 +702,14 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
         from stablehlo_layout.ir.metadata import read_sources
 
         assert compiled is not None
-        from stablehlo_layout.ir.sharding import read_meshes
-
-        program_meshes = read_meshes(module)  # a partitioned program's axis names; XLA's module keeps none
         module = mlir.load(compiled.before, f"<XLA's module for {name}>", ctx, hlo_sources=True,
                            hlo_proto=compiled.before_proto)
         # The HLO header cannot show a scalar left open; the requests can (XLA §8.5).
         mlir.open_scalar_entries(module, [r == "auto" for r in in_req], [r == "auto" for r in out_req])
         sources = read_sources(compiled.before)
     result = assign_module(module, tgt, entry_layouts)
-    if as_compiled and program_meshes:
-        from stablehlo_layout.ir.sharding import with_program_meshes
-
-        result.assignment.graph.meshes = with_program_meshes(result.assignment.graph.meshes, program_meshes)
+    if as_compiled:
+        adopt_program_sharding(result.assignment.graph, stated)
     if sources is not None:
         from stablehlo_layout.ir.metadata import name_by_instruction
 
@@ -730,8 +723,8 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     results = [EntryLayout("result", i, _shape_text(v.shape, v.dtype), req, _entry(a.entry_results, i))
                for i, (v, req) in enumerate(zip(flat_out, out_req))]
     # As the function states them (PartitionSpecs), not as XLA's partitioned module spells them.
-    for entries, stated in zip((params, results), stated_shardings):
-        for e, text in zip(entries, stated):
+    for entries, texts in zip((params, results), (stated.arguments, stated.results)):
+        for e, text in zip(entries, texts):
             e.sharding = text
     warnings = list(result.warnings)
     if len(a.entry_params) != len(flat_in) or len(a.entry_results) != len(flat_out):

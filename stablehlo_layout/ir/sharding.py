@@ -11,10 +11,12 @@ on import).  Collectives carry ``replica_groups`` (an HLO dump's iota form
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from jaxlib.mlir import ir
 
+from stablehlo_layout.model.graph import Graph
 from stablehlo_layout.model.mesh import Groups, Mesh
 
 # The attributes a collective's device groups are read from, by op (the name after the dialect prefix).
@@ -152,11 +154,37 @@ def sharding_of(attrs: Any) -> str | None:
     return None
 
 
-def with_program_meshes(graph_meshes: dict[str, Mesh], program: dict[str, Mesh]) -> dict[str, Mesh]:
-    """The meshes a report names axes by: the program's first (XLA's module of a partitioned
-    program, ``--as-compiled``, keeps the devices' numbers but not the mesh's axis names; where it
-    keeps a mesh, its axes are XLA's ``axis_0``, ``axis_1``...), then the module's own."""
-    return {**program, **{k: m for k, m in graph_meshes.items() if k not in program}}
+@dataclass(frozen=True)
+class ProgramSharding:
+    """What a partitioned program states before XLA partitions it: its meshes by name and the
+    sharding of each entry argument and result (None: unstated)."""
+    meshes: dict[str, Mesh]
+    arguments: list[str | None]
+    results: list[str | None]
+
+
+def program_sharding(module: ir.Module, entry: ir.Operation) -> ProgramSharding:
+    """``module``'s, whose entry function is ``entry`` (``ir.entry_modes.entry_function``)."""
+    arguments, results = entry_shardings(entry)
+    return ProgramSharding(read_meshes(module), arguments, results)
+
+
+def adopt_program_sharding(g: Graph, program: ProgramSharding) -> None:
+    """Name ``g``'s meshes and entry shardings as the program states them where XLA's partitioned
+    module (``--as-compiled``) lost them: it keeps the devices' numbers but not the mesh's axis
+    names (where it keeps a mesh, its axes are XLA's ``axis_0``, ``axis_1``...), and jax 0.11's
+    XLA and later drop the entry parameters' ``sharding=`` as well.  The program's own come first."""
+    g.meshes = {**program.meshes, **{k: m for k, m in g.meshes.items() if k not in program.meshes}}
+    if not g.partitioned or g.entry is None:
+        return
+    comp = g.comps[g.entry]
+    if len(comp.params) == len(program.arguments):
+        for iid, text in zip(comp.params, program.arguments):
+            vid = g.instrs[iid].results[0]
+            if text is not None and vid not in g.shardings:
+                g.shardings[vid] = text
+    if not any(s is not None for s in g.result_shardings) and g.instrs[comp.root].operand_count == len(program.results):
+        g.result_shardings = list(program.results)
 
 
 def entry_shardings(f: ir.Operation) -> tuple[list[str | None], list[str | None]]:

@@ -53,7 +53,8 @@ def measure(seed: int, index: int) -> dict[str, Any]:
 
     from stablehlo_layout.frontends.api import analyze
     from stablehlo_layout.ir import mlir
-    from stablehlo_layout.ir.sharding import read_meshes, with_program_meshes
+    from stablehlo_layout.ir.entry_modes import entry_function
+    from stablehlo_layout.ir.sharding import adopt_program_sharding, program_sharding
     from stablehlo_layout.model.mesh import unnamed_axis
     from stablehlo_layout.report.collectives import COLLECTIVES, describe
     from stablehlo_layout.xla.dumps import run_to_layout_assignment
@@ -77,7 +78,7 @@ def measure(seed: int, index: int) -> dict[str, Any]:
                            and _header(theirs.after) == _header(ours.after))
     laid = mlir.load(ours.before, prog.name, ctx, hlo_sources=True)
     g, _, _ = analyze(laid, "xla-cpu", consume=True)
-    g.meshes = with_program_meshes(g.meshes, read_meshes(module))
+    adopt_program_sharding(g, program_sharding(module, entry_function(module)))
     want = expected_axes(prog.kind, prog.axis_names)
     sizes = dict(zip(prog.axis_names, prog.mesh_shape))
     total = named = right = consistent = checked = 0
