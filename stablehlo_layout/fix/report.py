@@ -81,11 +81,42 @@ def _line(t: Tried, r: FixResult) -> str:
     return f"{head}: {r.target} makes {t.measured.copies} copies, {_delta(-removed_copies, -removed_bytes)}"
 
 
+def _totals(r: FixResult) -> str:
+    b, a = r.before, r.after
+    return (f"XLA's copies: {b.copies} ({fmt_bytes(b.bytes)}) as given, {a.copies} ({fmt_bytes(a.bytes)}) fixed: "
+            f"{_delta(a.copies - b.copies, a.bytes - b.bytes)}, counted in {r.target}'s own layout assignment")
+
+
+def verified_section(r: FixResult) -> str:
+    """What ``explain --verify-fixes`` adds below its summary: the changes to the program that XLA
+    confirms, each at its source line with XLA's own numbers (``fix``'s search, not a rerun of ours)."""
+    out = [f"changes {r.target} confirms (each compiled alone against the program as given; "
+           "`stablehlo-layout fix -o FIXED` writes the program with them):", "  " + _totals(r)]
+    if not r.before.copies:
+        out.append(f"  nothing to change: {r.target} makes no copy in this program")
+    elif not r.fixes:
+        out.append(f"  {r.target} confirms no change: " + ("none was found to try" if not r.tried else
+                   f"{len(r.tried)} tried, none removes copy bytes"))
+    out += [f"  {n}. {_line(t, r)}" for n, t in enumerate(r.fixes, 1)]
+    return "\n".join(out) + "\n"
+
+
+def verified_table(r: FixResult) -> tuple[str, list[str], list[list[str]]]:
+    """The same changes as the trace page's summary shows them: a titled table, one row per change."""
+    b, a = r.before, r.after
+    title = (f"Changes {r.target} confirms: {b.copies} cop{'y' if b.copies == 1 else 'ies'} "
+             f"({fmt_bytes(b.bytes)}) as given, {a.copies} ({fmt_bytes(a.bytes)}) with them all")
+    rows = []
+    for n, t in enumerate(r.fixes, 1):
+        assert t.measured is not None  # a kept change was measured
+        copies, nbytes = t.removed(b)
+        rows.append([str(n), t.candidate.where.text(), t.candidate.what, str(t.measured.copies), _delta(-copies, -nbytes)])
+    return title, ["#", "where", "change", f"{r.target}'s copies", "removed"], rows
+
+
 def render_fix(r: FixResult, path: str, written: str | None) -> str:
     b, a = r.before, r.after
-    out = [f"fix {path}: {r.target}",
-           f"XLA's copies: {b.copies} ({fmt_bytes(b.bytes)}) as given, {a.copies} ({fmt_bytes(a.bytes)}) fixed: "
-           f"{_delta(a.copies - b.copies, a.bytes - b.bytes)}, counted in {r.target}'s own layout assignment"]
+    out = [f"fix {path}: {r.target}", _totals(r)]
     if not b.copies:
         out.append("nothing to fix: XLA makes no copy in this program")
     if a.moving_no_data:

@@ -26,6 +26,7 @@ from stablehlo_layout.model.errors import InputError, OptionError, PassError, Us
 from stablehlo_layout.model.options import ENTRY_MODES
 
 if TYPE_CHECKING:
+    from stablehlo_layout.fix.report import FixResult
     from stablehlo_layout.ir.mlir import PrintedModule
     from stablehlo_layout.report.progress import Progress
 
@@ -88,6 +89,9 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--no-fixes", action="store_true", help="skip the what-if reruns that find fixes")
     e.add_argument("--max-reruns", type=int, default=16, metavar="N",
                    help="how many what-if runs of the pass the fixes may cost (default: 16)")
+    e.add_argument("--verify-fixes", action="store_true",
+                   help="also find the changes to the program that XLA confirms remove copies, as fix does, "
+                        "and list them with XLA's own numbers")
     f = sub.add_parser("fix", help="find the changes that remove XLA's copies, confirm each by compiling with XLA, "
                                    "write the fixed program (-o)")
     _common(f)
@@ -102,6 +106,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="--html: skip the what-if reruns behind each copy's fix and the parameters' costs")
     t.add_argument("--max-reruns", type=int, default=16, metavar="N",
                    help="--html: how many what-if runs of the pass the fixes may cost (default: 16)")
+    t.add_argument("--verify-fixes", action="store_true",
+                   help="--html: add the changes XLA confirms remove copies (as fix finds them) to the summary")
     return p
 
 
@@ -386,26 +392,41 @@ def _explain(args: argparse.Namespace) -> int:
     assignment, sources = _analysis(args, trace=False)
     _phase(args, "explaining the copies" + ("" if args.no_fixes else " and finding their fixes"))
     report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
+    confirmed = _fixes_confirmed(args, assignment.target) if args.verify_fixes else None
     path = "<stdin>" if args.input == "-" else args.input
     if args.json:
         data = report.to_json()
         data["input"] = path
         if getattr(args, "compiled_by", None):
             data["compiled_by"] = args.compiled_by
+        if confirmed is not None:
+            data["verified_fixes"] = confirmed.to_json()
         _emit(args, json.dumps(data, indent=2) + "\n")
     else:
-        _emit(args, report.render())
+        from stablehlo_layout.fix.report import verified_section
+
+        _emit(args, report.render() + ("\n" + verified_section(confirmed) if confirmed is not None else ""))
     return 0
 
 
 def _fix_target(args: argparse.Namespace) -> None:
-    """``fix`` compiles with XLA: a target that names XLA, XLA:CPU unless told; a raw program, not a dump."""
+    """``fix`` and ``--verify-fixes`` compile with XLA: a target that names XLA, XLA:CPU unless told;
+    a raw program, not a dump."""
     from stablehlo_layout.ir import mlir
     from stablehlo_layout.xla import pipeline as xla_compile
 
-    if args.as_compiled or args.mlir_print_debuginfo:
+    who = "fix" if args.command == "fix" else "--verify-fixes"
+    if args.command == "fix" and (args.as_compiled or args.mlir_print_debuginfo):
         raise OptionError("fix takes neither --as-compiled nor --mlir-print-debuginfo: it always compiles "
                           "with XLA, and writes the fixed program with its locations")
+    if args.command == "trace" and not args.html:
+        raise OptionError("trace --verify-fixes adds the confirmed changes to the page: give --html OUT.html")
+    if args.command != "fix" and args.input == "-":
+        raise OptionError("--verify-fixes reads its input twice (to lay it out, and to compile each change "
+                          "with XLA): give a file, not stdin")
+    if args.target == "generic":
+        raise OptionError(f"{who} compiles with XLA: give --target xla-cpu, xla-gpu --gpu NAME or "
+                          "xla-tpu --tpu GEN")
     if args.input != "-" and not args.arg and os.path.isfile(args.input):
         try:
             with open(args.input, "rb") as f:
@@ -413,12 +434,12 @@ def _fix_target(args: argparse.Namespace) -> None:
         except OSError:
             head = b""
         if mlir.detect_kind(head) == mlir.HLO_TEXT:
-            raise InputError(args.input, "is an XLA dump: fix changes the program XLA compiles, so give the "
+            raise InputError(args.input, f"is an XLA dump: {who} changes the program XLA compiles, so give the "
                                          "StableHLO module, the jax.export artifact or MODULE:FUNCTION --arg that "
                                          "made it")
     if args.target is None:
         args.target = "xla-cpu"
-        _say(args, "note: fix compiles with XLA:CPU (give --target xla-gpu --gpu NAME or --target xla-tpu "
+        _say(args, f"note: {who} compiles with XLA:CPU (give --target xla-gpu --gpu NAME or --target xla-tpu "
                    "--tpu GEN for another XLA)")
     xla_compile.check_target(args.target)
     xla_compile.prepare_environment(args.target)
@@ -428,22 +449,14 @@ def _fix(args: argparse.Namespace) -> int:
     import json
 
     from stablehlo_layout.fix.report import render_fix
-    from stablehlo_layout.fix.search import fix_module
-    from stablehlo_layout.ir import mlir
     from stablehlo_layout.report.output import write_output
     from stablehlo_layout.targets import get_target
 
     target, warning = get_target(args.target, args.gpu, args.tpu)
     if warning:
         _say(args, warning)
-    ctx = mlir.make_context()
-    backend = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(args.target)
-    _phase(args, "reading")
-    module = _read(args, ctx, backend)
     path = "<stdin>" if args.input == "-" else args.input
-    _phase(args, "finding the changes and confirming each by compiling with XLA")
-    result = fix_module(module, path, target, args.entry_layouts, jobs=args.jobs,
-                        step=lambda what: _phase(args, what))
+    result = _fixes_confirmed(args, target)
     _progress(args).clear()  # the report goes to stdout, maybe the same terminal
     written = None
     if args.output != "-":
@@ -457,6 +470,21 @@ def _fix(args: argparse.Namespace) -> int:
     else:
         _emit_report(render_fix(result, path, written))
     return 0
+
+
+def _fixes_confirmed(args: argparse.Namespace, target: Any) -> FixResult:
+    """fix's search on the input as given (read again: ``--as-compiled`` laid out XLA's module)."""
+    from stablehlo_layout.fix.search import fix_module
+    from stablehlo_layout.ir import mlir
+
+    ctx = mlir.make_context()
+    backend = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(args.target)
+    _phase(args, "reading")
+    module = _read(args, ctx, backend)
+    path = "<stdin>" if args.input == "-" else args.input
+    _phase(args, "finding the changes and confirming each by compiling with XLA")
+    return fix_module(module, path, target, args.entry_layouts, jobs=getattr(args, "jobs", None),
+                      step=lambda what: _phase(args, what))
 
 
 def _emit_report(text: str) -> None:
@@ -479,9 +507,14 @@ def _trace(args: argparse.Namespace) -> int:
         # (--no-fixes skips them, --max-reruns bounds them, as for explain).
         _phase(args, "explaining the copies" + ("" if args.no_fixes else " and finding their fixes"))
         report = explain(assignment, fixes=not args.no_fixes, max_reruns=args.max_reruns, sources=sources)
+        tables = []
+        if args.verify_fixes:
+            from stablehlo_layout.fix.report import verified_table
+
+            tables.append(verified_table(_fixes_confirmed(args, assignment.target)))
         _phase(args, "writing the page")
         write_trace_html(assignment.graph, assignment, report, args.html,
-                         f"stablehlo-layout trace: {os.path.basename(path)}", sources)
+                         f"stablehlo-layout trace: {os.path.basename(path)}", sources, tables)
         return 0
     _emit(args, render_trace(assignment, sources))
     return 0
@@ -682,7 +715,7 @@ def _choose_target(args: argparse.Namespace) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     try:
-        if args.command == "fix":
+        if args.command == "fix" or getattr(args, "verify_fixes", False):
             _fix_target(args)
         _choose_target(args)
         _refuse_output_onto_input(args)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -41,6 +41,8 @@ from stablehlo_layout.model.constraints import BUFFER, OPERAND, Origin, TraceEve
 from stablehlo_layout.model.graph import ARRAY, Graph, Value, shape_text
 from stablehlo_layout.engine.result import Assignment, copy_groups
 
+# A titled table of the summary: (title, column heads, rows of cells).
+Table = tuple[str, list[str], list[list[str]]]
 # Groups (regions, called functions) hold at most this many instructions,
 # nested ones included, to start expanded; a module with more than
 # BIG_MODULE instructions starts with every group collapsed.
@@ -300,11 +302,13 @@ def _box_title(c, ops: int, words: dict[str, str]) -> str:
 
 
 def build_data(graph: Graph, assignment: Assignment, explanation=None, title: str = "",
-               sources: "Mapping[str, Source] | None" = None) -> dict[str, Any]:
+               sources: "Mapping[str, Source] | None" = None, tables: Sequence[Table] = ()) -> dict[str, Any]:
     """Everything the page needs, as plain JSON-able records (``SCHEMA``).
 
     ``sources`` (as for ``explain``: the input is XLA's module) names each
     node by its HLO instruction, the name every text on the page uses.
+    ``tables`` go below the summary's own (``trace --verify-fixes``: the
+    changes XLA confirms, which a stage above this one finds).
     """
     from stablehlo_layout.report.explain import TRACE_WORDS as W
     from stablehlo_layout.report.explain import (
@@ -552,6 +556,7 @@ def build_data(graph: Graph, assignment: Assignment, explanation=None, title: st
                  + (["sharding"] if sharded else []), param_rows],
                 ["Entry results", ["#", "shape", "layout", "pinned?"] + (["sharding"] if sharded else []),
                  result_rows],
+                *([title, head, rows] for title, head, rows in tables),
             ],
         },
     }
@@ -584,7 +589,8 @@ def _asset(name: str) -> str:
 
 
 def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
-                      title: str = "stablehlo-layout trace", sources: Mapping[str, Source] | None = None) -> str:
+                      title: str = "stablehlo-layout trace", sources: Mapping[str, Source] | None = None,
+                      tables: Sequence[Table] = ()) -> str:
     """The whole page as one string (deterministic: same input, same bytes).
 
     ``explanation`` is ``explain(assignment)``, whose text each copy shows
@@ -593,7 +599,7 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
     """
     if assignment.trace is None:
         raise ValueError("the assignment carries no trace: run analyze(..., trace=True)")
-    data = build_data(graph, assignment, explanation, title, sources)
+    data = build_data(graph, assignment, explanation, title, sources, tables)
     return (_asset("page.html").replace("%TITLE%", _esc(title))
             .replace("%CSS%", _asset("page.css"))
             .replace("%JS%", _asset("page.js"))
@@ -601,9 +607,9 @@ def render_trace_html(graph: Graph, assignment: Assignment, explanation=None,
 
 
 def write_trace_html(graph: Graph, assignment: Assignment, explanation, path: str, title: str,
-                     sources: Mapping[str, Source] | None = None) -> None:
+                     sources: Mapping[str, Source] | None = None, tables: Sequence[Table] = ()) -> None:
     """Write ``render_trace_html(...)`` to ``path`` (UTF-8) through ``output.write_output``."""
     from stablehlo_layout.report.output import write_output
 
-    text = render_trace_html(graph, assignment, explanation, title, sources)
+    text = render_trace_html(graph, assignment, explanation, title, sources, tables)
     write_output(path, text.encode("utf-8"))

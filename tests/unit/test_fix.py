@@ -177,6 +177,66 @@ def test_bad_requests_get_one_line(tmp_path, capsys, argv, message):
     assert len(err) == 1 and message in err[0]
 
 
+def test_explain_verify_fixes_lists_what_xla_confirms_under_the_copies(tmp_path, capsys):
+    src = tmp_path / "head.mlir"
+    src.write_text(_column_major_head())
+    assert cli.main(["explain", "--verify-fixes", str(src)]) == 0
+    captured = capsys.readouterr()
+    assert "--verify-fixes compiles with XLA:CPU" in captured.err
+    text = captured.out
+    # explain's own report first (its copy, by our pass), then XLA's numbers for each confirmed change.
+    assert text.index("copy #1:") < text.index("changes XLA:CPU confirms")
+    assert "  XLA's copies: 1 (32.0 KiB) as given, 0 (0 B) fixed: -1 copy, -32.0 KiB" in text
+    assert re.search(r"  1\. .*leave parameter 0 free \(Layout.AUTO.*: XLA:CPU makes 0 copies, -1 copy, -32.0 KiB", text)
+
+
+def test_explain_json_carries_the_verified_fixes_as_fix_writes_them(tmp_path, capsys):
+    jsonschema = pytest.importorskip("jsonschema")
+    src = tmp_path / "head.mlir"
+    src.write_text(_column_major_head())
+    assert cli.main(["explain", "--json", "--verify-fixes", "--target", "xla-cpu", str(src)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, json.loads((ROOT / "docs" / "explain.schema.json").read_text()))
+    verified = doc["verified_fixes"]
+    jsonschema.validate(verified, json.loads((ROOT / "docs" / "fix.schema.json").read_text()))
+    assert verified["xla"]["before"] == {**verified["xla"]["before"], "copies": 1, "bytes": 32768}
+    [f] = verified["fixes"]
+    assert f["kind"] == "entry-layout" and f["copies_removed"] == 1 and f["verified_by"] == "XLA:CPU"
+
+
+def test_the_trace_page_shows_the_verified_fixes(tmp_path, capsys):
+    src = tmp_path / "head.mlir"
+    src.write_text(_column_major_head())
+    page = tmp_path / "page.html"
+    assert cli.main(["trace", "--html", str(page), "--verify-fixes", "--target", "xla-cpu", str(src)]) == 0
+    html = page.read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', html, re.S).group(1))
+    title, head, rows = data["summary"]["tables"][-1]
+    assert title == "Changes XLA:CPU confirms: 1 copy (32.0 KiB) as given, 0 (0 B) with them all"
+    [row] = rows
+    assert row[0] == "1" and row[1].startswith(f"{src}:") and "leave parameter 0 free" in row[2]
+    assert row[3:] == ["0", "-1 copy, -32.0 KiB"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["explain", "--verify-fixes", "--target", "generic"], "--verify-fixes compiles with XLA: give --target"),
+    (["trace", "--verify-fixes"], "give --html OUT.html"),
+])
+def test_verify_fixes_refuses_what_it_cannot_do_in_one_line(tmp_path, capsys, argv, message):
+    src = tmp_path / "head.mlir"
+    src.write_text(_column_major_head())
+    assert cli.main([*argv, str(src)]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert message in line
+
+
+def test_verify_fixes_on_a_dump_says_to_give_the_program(capsys):
+    dump = next((ROOT / "examples" / "xla_dump").rglob("*before_layout-assignment.txt"))
+    assert cli.main(["explain", "--verify-fixes", str(dump)]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert str(dump) in line and "is an XLA dump: --verify-fixes changes the program XLA compiles" in line
+
+
 def test_an_xla_dump_is_refused_with_the_reason(capsys):
     dump = next((ROOT / "examples" / "xla_dump").rglob("*before_layout-assignment.txt"))
     assert cli.main(["fix", str(dump)]) == 1
