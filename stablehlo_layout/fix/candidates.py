@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from jaxlib.mlir import ir
 
-from stablehlo_layout.ir import conv_order, dot_order, entry_modes
+from stablehlo_layout.ir import conv_order, dot_order, entry_modes, layout_constraint
 from stablehlo_layout.ir.inline import inline_calls
 from stablehlo_layout.ir.transposes import sink_transposes
 from stablehlo_layout.model import layout as L
@@ -45,7 +45,7 @@ class Where:
 class Candidate:
     """One change to try: ``apply`` makes it on a module (in place) and says whether anything changed."""
 
-    kind: str  # "entry-layout" | "convolution-order" | "dot-operand-order"
+    kind: str  # "entry-layout" | "convolution-order" | "dot-operand-order" | "layout-constraint"
     what: str  # the change, as the user would make it
     where: Where
     apply: Callable[[ir.Module], bool]
@@ -212,7 +212,45 @@ def _dot_candidates(program: ir.Module, path: str) -> list[Candidate]:
     return out
 
 
+def _dims_text(dims: tuple[int, ...]) -> str:
+    return "x".join(map(str, dims))
+
+
+def _constraint_candidates(program: ir.Module, after: str, path: str) -> list[Candidate]:
+    # XLA's copies name an array's dims, the slice's dims and the array's layout; the program's
+    # slices of those dims are where the constraint goes (several alike: each is tried).
+    wishes = entry_copies.slice_wishes(after)
+    if not wishes:
+        return []
+    sites = layout_constraint.slices(program)
+    found: list[tuple[layout_constraint.SliceSite, L.Layout]] = []
+    for w in wishes:
+        found += [(s, w.layout) for s in sites if s.operand == w.operand and s.result == w.result]
+    groups = [[f] for f in found] if len(found) <= ONE_BY_ONE else [found]
+    out = []
+    for group in groups:
+        wanted = {s.index: layout for s, layout in group}
+        site, layout = group[0]
+        first = where_of(site.location, path, "stablehlo.slice")
+        m2m = L.format_layout(layout)
+        major_to_minor = tuple(reversed(layout))
+
+        def apply(module: ir.Module, wanted: dict[int, L.Layout] = wanted) -> bool:
+            return layout_constraint.constrain_slices(module, wanted) > 0
+
+        if len(group) == 1:
+            what = (f"constrain the slice at {first.text()} to the layout its {_dims_text(site.operand)} operand "
+                    f"already has, {m2m} (jax: with_layout_constraint(y, Layout(major_to_minor={major_to_minor}))): "
+                    f"it slices in place and the copy moves after it, to the {_dims_text(site.result)} slice")
+        else:
+            what = (f"constrain the slices at {first.text()} and {len(group) - 1} more to the layouts their "
+                    "operands already have (jax: with_layout_constraint): each slices in place and its copy "
+                    "moves after it, to the slice")
+        out.append(Candidate("layout-constraint", what, first, apply))
+    return out
+
+
 def propose(program: ir.Module, after: str, path: str) -> list[Candidate]:
     """The changes worth one XLA compile each, for ``program`` whose XLA layout is ``after``."""
     return [*entry_candidates(program, after, path), *_conv_candidates(program, path),
-            *_dot_candidates(program, path)]
+            *_dot_candidates(program, path), *_constraint_candidates(program, after, path)]

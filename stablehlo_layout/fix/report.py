@@ -78,7 +78,8 @@ def _line(t: Tried, r: FixResult) -> str:
     if t.measured is None:
         return f"{head}: {t.error}"
     removed_copies, removed_bytes = t.removed(r.before)
-    return f"{head}: {r.target} makes {t.measured.copies} copies, {_delta(-removed_copies, -removed_bytes)}"
+    n = t.measured.copies
+    return f"{head}: {r.target} makes {n} cop{'y' if n == 1 else 'ies'}, {_delta(-removed_copies, -removed_bytes)}"
 
 
 def _totals(r: FixResult) -> str:

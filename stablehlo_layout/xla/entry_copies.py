@@ -1,16 +1,19 @@
-"""XLA's copies at the entry of a compiled module, and the entry layouts that would spare them.
+"""XLA's copies in the entry of a compiled module, and the changes that would spare or shrink them.
 
 Read from the module XLA's layout assignment returns (HLO text): a copy of
 an entry parameter through transposes names the parameter layout in which
 the copy would read in the order it writes; a copy feeding the entry's
 result names the layout the result is computed in before XLA copies it to
-its pin.  ``fix`` tries those layouts (``fix/candidates.py``).
+its pin; a copy of a whole array that a slice then reads names the slice
+that could run in the array's own layout, the copy moving after it.  ``fix``
+tries those (``fix/candidates.py``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from math import prod
 
 from stablehlo_layout.model import layout as L
 from stablehlo_layout.model.layout import Layout
@@ -116,3 +119,63 @@ def entry_wishes(after: str) -> Wishes:
             for k in positions:
                 wish(results, k, _shape_layout(source_ins.text) if source_ins is not None else None)
     return Wishes(params, results)
+
+
+# Ops that keep their operand's dims and layout between a copy and the slice it feeds.
+_PASS_THROUGH = frozenset({"convert", "negate", "abs", "exponential", "log", "tanh", "logistic", "sqrt", "rsqrt",
+                           "add", "subtract", "multiply", "divide", "maximum", "minimum", "select", "compare"})
+_DIMS = re.compile(r"^[a-z][a-z0-9]*\[([^\]]*)\]")
+
+
+def _dims(text: str) -> tuple[int, ...] | None:
+    m = _DIMS.search(text.split(" = ", 1)[1]) if " = " in text else None
+    if m is None or any(not x.strip().isdigit() for x in m.group(1).split(",") if x.strip()):
+        return None
+    return tuple(int(x) for x in m.group(1).split(",") if x.strip())
+
+
+@dataclass(frozen=True)
+class SliceWish:
+    """A copy XLA makes of a whole array that a slice then reads a part of: the slice could run
+    in ``layout``, the layout the array already has, and the copy move after it."""
+
+    operand: tuple[int, ...]  # the array's dims (what XLA copies)
+    result: tuple[int, ...]  # the slice's dims (what a copy after it would move)
+    layout: Layout  # the array's layout before XLA's copy
+
+
+def slice_wishes(after: str) -> list[SliceWish]:
+    """The copies in the entry of ``after`` (an after-layout-assignment module) that feed a slice
+    or dynamic-slice, directly or through ops of the same dims, with the slice smaller than the copy."""
+    instrs = _entry_instructions(after)
+    users: dict[str, list[str]] = {}
+    for name, ins in instrs.items():
+        for o in ins.operands:
+            users.setdefault(o, []).append(name)
+    out: list[SliceWish] = []
+    for name, ins in instrs.items():
+        source = instrs.get(ins.operands[0]) if ins.operands else None
+        if ins.opcode != "copy" or source is None:
+            continue
+        layout, dims = _shape_layout(source.text), _dims(ins.text)
+        if layout is None or dims is None:
+            continue
+        seen, frontier = {name}, [name]
+        for _ in range(4):  # a few ops deep: the slice is usually the copy's own reader
+            step = []
+            for v in frontier:
+                for u in users.get(v, []):
+                    if u in seen:
+                        continue
+                    seen.add(u)
+                    user = instrs[u]
+                    if user.opcode in ("slice", "dynamic-slice") and user.operands[0] == v:
+                        result = _dims(user.text)
+                        if result is not None and prod(result) < prod(dims):
+                            wish = SliceWish(dims, result, layout)
+                            if wish not in out:
+                                out.append(wish)
+                    elif user.opcode in _PASS_THROUGH and _dims(user.text) == dims:
+                        step.append(u)
+            frontier = step
+    return out

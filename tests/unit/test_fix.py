@@ -325,6 +325,37 @@ def test_fix_swaps_the_dot_and_keeps_the_entry_layouts():
     _close(equivalence.run(text, inputs), equivalence.run(r.fixed_text, inputs), exact=False)
 
 
+def _sliced_transpose(p, w, v):
+    """A 1024x1024 array read whole by one dot and, transposed, by a slice of 8 columns into another."""
+    return jnp.tanh(p.T[:, :8] @ w), p @ v
+
+
+SLICE_ARGS = (jnp.zeros((1024, 1024)), jnp.zeros((8, 16)), jnp.zeros((1024, 4)))
+
+
+def test_a_layout_constraint_after_a_slice_moves_xlas_copy_onto_the_slice():
+    from stablehlo_layout.ir import layout_constraint
+
+    text = jax.jit(_sliced_transpose).lower(*SLICE_ARGS).as_text()
+    r = _fix(text)
+    # XLA:CPU copies all of p.T (4 MiB) to row-major before slicing 8 columns of it; no entry
+    # layout helps (p itself feeds a row-major dot).  Sliced in place, it copies the 32 KiB slice.
+    assert (r.before.copies, r.before.bytes) == (1, 1024 * 1024 * 4)
+    assert (r.after.copies, r.after.bytes) == (1, 1024 * 8 * 4)
+    assert all(t.measured is None or t.measured.bytes >= r.before.bytes
+               for t in r.tried if t.candidate.kind == "entry-layout")
+    [kept] = r.fixes
+    assert kept.candidate.kind == "layout-constraint"
+    assert "{0,1}" in kept.candidate.what and "Layout(major_to_minor=(1, 0))" in kept.candidate.what
+    fixed = mlir.load(r.fixed_text, "f", mlir.make_context())
+    [constraint] = [op for op in mlir.nested_ops(fixed.operation) if op.name == "stablehlo.custom_call"]
+    assert "@LayoutConstraint" in str(constraint) and "dense<[0, 1]>" in str(constraint)
+    assert layout_constraint.slices(fixed)[0].result == (1024, 8)
+    assert equivalence.main_arg_types(r.fixed_text) == equivalence.main_arg_types(text)
+    # Layouts alone change: the same bits.
+    equivalence.assert_bit_identical(text, r.fixed_text, seed=9)
+
+
 def test_inlining_keeps_what_the_program_computes():
     text = jax.jit(lambda x: jax.nn.relu(x) * 2 + jax.nn.relu(-x)).lower(jnp.zeros((4, 5))).as_text()
     assert "func.call" in text or "call @" in text
