@@ -69,6 +69,10 @@ DEFAULT_GENERATION = "v5e"
 _TOPK = "TopK"
 # The ops whose layouts XLA:TPU decides itself (``backend_demands``).
 _DEMANDING = frozenset({"reshape", "convolution", "dot", "dot_general"})
+_DOTS = frozenset({"dot", "dot_general"})
+# What a tied dot's result is followed through besides layout-keeping ops
+# (``_downstream``), and the dots where it stops.
+_FOLLOWED = frozenset({"transpose", "reshape"}) | _DOTS
 
 
 def check_generation(generation: str) -> str:
@@ -309,33 +313,43 @@ def _downstream(view: "TargetView", vid: int, minor: int, second: int) -> tuple[
     even where the entry result is ``{1,0}`` and a copy follows).  Without a
     reduce, where only batched dots read it, they decide (``XlaTpuTarget._dot``)."""
     g = view.graph
+    values, instrs, rule_of = g.values, g.instrs, view.rule
     votes = dots = others = 0
     seen: set[int] = {vid}
     work: list[tuple[int, dict[int, int]]] = [(vid, {minor: minor, second: second})]
     while work:
         v, where = work.pop()
-        dims = g.values[v].dims
-        for user, n in g.values[v].uses:
-            ins = g.instrs[user]
-            rule = view.rule(user)
+        value = values[v]
+        for user, n in value.uses:
+            rule = rule_of(user)
             hlo = rule.hlo
             if hlo == "reduce":
                 others += 1
-                if n * 2 >= len(ins.operands) or user in seen:
+                ins = instrs[user]
+                if n * 2 >= ins.operand_count or user in seen:
                     continue
                 seen.add(user)
-                reduced = set(ins.attrs["dims"])
+                reduced = ins.attrs["dims"]
                 hit = [d for d, at in where.items() if at in reduced]
                 if len(hit) == 1:
                     votes += 1 if hit[0] == minor else -1
                 continue
-            if hlo in ("dot", "dot_general") and ins.attrs.get("lhs_batch"):
-                dots += 1
-                continue
-            if len(ins.results) != 1 or hlo in ("root", "parameter"):
+            keeps = not rule.can_change and not rule.tuple_operand and not rule.forwards
+            if not keeps and hlo not in _FOLLOWED:
                 others += 1
                 continue
-            res = g.values[ins.results[0]]
+            ins = instrs[user]
+            if hlo in _DOTS:
+                if ins.attrs.get("lhs_batch"):
+                    dots += 1
+                else:
+                    others += 1
+                continue
+            results = ins.results
+            if len(results) != 1 or hlo in ("root", "parameter"):
+                others += 1
+                continue
+            res = values[results[0]]
             if res.id in seen:
                 continue
             if not res.is_array:
@@ -345,9 +359,9 @@ def _downstream(view: "TargetView", vid: int, minor: int, second: int) -> tuple[
                 back = {p: i for i, p in enumerate(ins.attrs["perm"])}
                 nxt = {d: back[at] for d, at in where.items()}
             elif hlo == "reshape":
-                moved = _surviving_dims(tuple(dims), tuple(res.dims))
+                moved = _surviving_dims(tuple(value.dims), tuple(res.dims))
                 nxt = {d: moved[at] for d, at in where.items() if at in moved}
-            elif not rule.can_change and not rule.tuple_operand and not rule.forwards and res.dims == dims:
+            elif keeps and res.dims == value.dims:
                 nxt = where
             else:
                 others += 1
