@@ -28,10 +28,16 @@ if TYPE_CHECKING:
 
 def pads(element: str, dims: "Dims", m2m: tuple[int, ...]) -> int:
     """Elements ``dims`` takes in ``m2m`` once padded to whole tiles (0: unknown type or dims)."""
+    return _pads(element, tuple(dims), tuple(m2m))
+
+
+# Every dot of a large module asks this of its result, of a few dozen shapes.
+@functools.lru_cache(maxsize=4096)
+def _pads(element: str, dims: "Dims", m2m: tuple[int, ...]) -> int:
     if any(d is None for d in dims):
         return 0
-    t = tpu_tiles.tiles(element, tuple(dims), m2m)
-    return 0 if t is None else tpu_tiles.padded_elements(tuple(dims), m2m, t)  # type: ignore[arg-type]
+    t = tpu_tiles.tiles(element, dims, m2m)  # type: ignore[arg-type]
+    return 0 if t is None else tpu_tiles.padded_elements(dims, m2m, t)  # type: ignore[arg-type]
 
 
 def conv_layout(element: str, dims: "Dims", pair: tuple[int, int], spatial: Sequence[int]) -> tuple[int, ...]:

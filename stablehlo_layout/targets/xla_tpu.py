@@ -16,8 +16,9 @@ that show it:
   already so laid out, its spatial dims most major and its batch/feature
   (kernel: input/output feature) pair minor in the order that pads least;
 * a dot writes its batch dims major and its free dims minor in the order that
-  pads least; a batched dot reads each operand likewise; a dot whose lhs has
-  several free dims has its own rule (``_flattened_dot``);
+  pads least, a tie broken by the reduces or batched dots downstream
+  (``_downstream``); a batched dot reads each operand likewise; a dot whose
+  lhs has several free dims has its own rule (``_flattened_dot``);
 * a reduce writes its operand's layout, the reduced dims taken out, and
   never another: its users' layout comes by a copy after it;
 * a reshape of a custom call's fixed result reads the layout that keeps it
@@ -37,6 +38,7 @@ meant, and so that a rule that does differ has a place to go.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterator
 
@@ -67,6 +69,10 @@ DEFAULT_GENERATION = "v5e"
 _TOPK = "TopK"
 # The ops whose layouts XLA:TPU decides itself (``backend_demands``).
 _DEMANDING = frozenset({"reshape", "convolution", "dot", "dot_general"})
+_DOTS = frozenset({"dot", "dot_general"})
+# What a tied dot's result is followed through besides layout-keeping ops
+# (``_downstream``), and the dots where it stops.
+_FOLLOWED = frozenset({"transpose", "reshape"}) | _DOTS
 
 
 def check_generation(generation: str) -> str:
@@ -129,13 +135,15 @@ class XlaTpuTarget(Target):
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
         g = view.graph
-        # In XLA's instruction order, as its backends visit them; which
-        # instructions those are is the same every round.
+        # Root first: XLA's worklist runs the last-added constraint first, so
+        # the instruction nearest the parameters decides where two conflict
+        # (*/attention_bf16: the scores' layout runs through the softmax and
+        # the P.V dot's operand is copied).  The same instructions every round.
         mine = view.cache("tpu-demanding").get(comp)
         if mine is None:
             order = view.post_order(comp)
             mine = view.cache("tpu-demanding")[comp] = [
-                (iid, hlo) for iid, hlo in zip(order, view.hlos_of(order)) if hlo in _DEMANDING]
+                (iid, hlo) for iid, hlo in zip(order, view.hlos_of(order)) if hlo in _DEMANDING][::-1]
         for iid, hlo in mine:
             ins = g.instrs[iid]
             if hlo == "reshape":
@@ -178,12 +186,26 @@ class XlaTpuTarget(Target):
         if not out.is_array:
             return
         nb = len(a["lhs_batch"])
+        # Whether the result has the lhs free dim minor, where the two orders tie.
+        swapped = False
         if out.rank - nb == 2:
-            pair = (out.rank - 1, out.rank - 2)
-            lay = tpu_conv.conv_layout(out.element, out.dims, pair, tuple(range(nb)))
+            r = out.rank
+            batch = tuple(range(nb - 1, -1, -1))
+            last, other = (r - 1, r - 2) + batch, (r - 2, r - 1) + batch
+            lay = tpu_conv.conv_layout(out.element, out.dims, (r - 1, r - 2), tuple(range(nb)))
+            if tpu_conv.pads(out.element, out.dims, last) == tpu_conv.pads(out.element, out.dims, other):
+                reduces, dots = _downstream(view, out.id, r - 1, r - 2)
+                if dots:
+                    # Only batched dots read this result: XLA:TPU leaves this dot's
+                    # result and operands to propagation (*/dot_chain_ties; a
+                    # dot without batch dims downstream does not count, s0/180).
+                    return
+                swapped = reduces > 0
+                lay = other if swapped else last
             why = Origin("target:tpu-dot-output", iid, None,
                          "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
-                         "minor, in the order that pads least under the (8,128) tiles (the last dim minor on a tie)")
+                         "minor, in the order that pads least under the (8,128) tiles; on a tie, the free dim "
+                         "that more of the reduces downstream reduce is the major one (else the last dim minor)")
             yield Demand.on_results(iid, [L.intern(lay)], why)
         if not nb:
             yield from self._flattened_dot(g, iid)
@@ -194,11 +216,20 @@ class XlaTpuTarget(Target):
             rest = [d for d in range(v.rank) if d not in batch]
             if not v.is_array or len(rest) != 2 or len(contracting) != 1:
                 continue
-            lay = tpu_conv.conv_layout(v.element, v.dims, (rest[1], rest[0]), tuple(sorted(batch)))
+            # On a tie one operand is read contracting dim minor, the other
+            # last dim minor: the lhs the former unless the result is swapped
+            # (*/batched_dot_ties).
+            if (n == 0) != swapped:
+                c = contracting[0]
+                pair = (c, rest[0] if rest[1] == c else rest[1])
+            else:
+                pair = (rest[1], rest[0])
+            lay = tpu_conv.conv_layout(v.element, v.dims, pair, tuple(sorted(batch)))
             why = Origin("target:tpu-batched-dot-operand", iid, None,
                          "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
-                         "contracting dims minor, in the order that pads least under the (8,128) tiles (the "
-                         "last dim minor on a tie)")
+                         "contracting dims minor, in the order that pads least under the (8,128) tiles (on a "
+                         "tie the lhs contracting dim minor and the rhs last dim, the other way round when the "
+                         "result has its lhs free dim minor)")
             yield Demand.on_operand(iid, n, L.intern(lay), why)
 
     def _flattened_dot(self, g: "Graph", iid: int) -> Iterator[Demand]:
@@ -267,6 +298,94 @@ class XlaTpuTarget(Target):
                          f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
                          "the order that pads least under the (8,128) tiles")
             yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
+
+
+def _downstream(view: "TargetView", vid: int, minor: int, second: int) -> tuple[int, bool]:
+    """What ``vid`` (a tied dot's result) reaches through ops that keep their
+    operand's layout, reshapes and transposes: (the reduces that reduce dim
+    ``minor`` but not ``second``, less those that reduce ``second`` but not
+    ``minor``; whether every use it reaches is a batched dot's operand).
+
+    XLA:TPU makes the more often reduced dim of the two the major one, so
+    that a reduction runs across rows, not lanes (*/dot_reduce_ties: a
+    softmax's max and sum over the last dim give attention scores
+    ``{2,3,1,0}``; a result summed over its last dim is written ``{0,1}``
+    even where the entry result is ``{1,0}`` and a copy follows).  Without a
+    reduce, where only batched dots read it, they decide (``XlaTpuTarget._dot``)."""
+    g = view.graph
+    values, instrs, rule_of = g.values, g.instrs, view.rule
+    votes = dots = others = 0
+    seen: set[int] = {vid}
+    work: list[tuple[int, dict[int, int]]] = [(vid, {minor: minor, second: second})]
+    while work:
+        v, where = work.pop()
+        value = values[v]
+        for user, n in value.uses:
+            rule = rule_of(user)
+            hlo = rule.hlo
+            if hlo == "reduce":
+                others += 1
+                ins = instrs[user]
+                if n * 2 >= ins.operand_count or user in seen:
+                    continue
+                seen.add(user)
+                reduced = ins.attrs["dims"]
+                hit = [d for d, at in where.items() if at in reduced]
+                if len(hit) == 1:
+                    votes += 1 if hit[0] == minor else -1
+                continue
+            keeps = not rule.can_change and not rule.tuple_operand and not rule.forwards
+            if not keeps and hlo not in _FOLLOWED:
+                others += 1
+                continue
+            ins = instrs[user]
+            if hlo in _DOTS:
+                if ins.attrs.get("lhs_batch"):
+                    dots += 1
+                else:
+                    others += 1
+                continue
+            results = ins.results
+            if len(results) != 1 or hlo in ("root", "parameter"):
+                others += 1
+                continue
+            res = values[results[0]]
+            if res.id in seen:
+                continue
+            if not res.is_array:
+                others += 1
+                continue
+            if hlo == "transpose":
+                back = {p: i for i, p in enumerate(ins.attrs["perm"])}
+                nxt = {d: back[at] for d, at in where.items()}
+            elif hlo == "reshape":
+                moved = _surviving_dims(tuple(value.dims), tuple(res.dims))
+                nxt = {d: moved[at] for d, at in where.items() if at in moved}
+            elif keeps and res.dims == value.dims:
+                nxt = where
+            else:
+                others += 1
+                continue
+            if nxt:
+                seen.add(res.id)
+                work.append((res.id, nxt))
+            else:
+                others += 1
+    return votes, dots > 0 and not others
+
+
+@functools.lru_cache(maxsize=4096)
+def _surviving_dims(src: tuple[int, ...], dst: tuple[int, ...]) -> dict[int, int]:
+    """The dims of size > 1 a reshape from ``src`` to ``dst`` keeps whole: src dim -> dst dim."""
+    before_src = [1]
+    for d in src:
+        before_src.append(before_src[-1] * d)
+    at: dict[tuple[int, int], int] = {}
+    before = 1
+    for j, d in enumerate(dst):
+        at[(before, d)] = j
+        before *= d
+    return {i: at[(before_src[i], d)] for i, d in enumerate(src) if d > 1 and (before_src[i], d) in at}
 
 
 def _reduce_output(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r: int) -> L.Layout | None:

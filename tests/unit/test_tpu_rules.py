@@ -35,6 +35,12 @@ PROBES = {
     "dense_dots": "dots without batch dims whose lhs has several free dims: lhs contracting dim in the minor pair, "
                   "rhs pad-least, result rhs free dim minor, the lhs free dims above it in the lhs's order",
     "pallas_add": "a Pallas (Mosaic) kernel's tpu_custom_call: its operand_layout_constraints honoured",
+    "dot_reduce_ties": "a dot whose two result orders pad alike makes the dim the reduces downstream reduce the major "
+                       "one, against the entry result's layout",
+    "batched_dot_ties": "a batched dot's tied operands: lhs contracting dim minor and rhs last dim minor, the other "
+                        "way round when the result is swapped, for every contracting-dim placement",
+    "dot_chain_ties": "a tied dot that only batched dots read is left to them, operands read as they come; one with "
+                      "another reader keeps its order",
 }
 
 

@@ -64,7 +64,8 @@ sys.path.insert(0, str(REPO))
 # Big programs whose dumps are kept for two generations only.
 ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
                 "conv_operands_as_is", "dot_layouts", "topk_paths", "pallas_add", "reduce_follows_operand",
-                "fusion_row_major", "dense_dots", "reshape_of_custom_call"}
+                "fusion_row_major", "dense_dots", "reshape_of_custom_call",
+                "dot_reduce_ties", "batched_dot_ties", "dot_chain_ties"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -126,6 +127,42 @@ def programs():  # noqa: C901  (a table of small programs)
         """Dots without batch dims whose lhs has several free dims: x [b,t,d] @ w [d,h]
         with x pinned {1,2,0} and w column-major; y [8,4,3,3,3] @ v [3,5]."""
         return x @ w, y @ v
+
+    def bd(a, b):
+        return jnp.einsum("bij,bjk->bik", a, b)
+
+    def dot_reduce_ties(a, b, c, d, e, f, g, h):
+        """Dots whose two result orders pad alike: a reduce downstream makes the
+        dim it reduces the major one.  [4,4] summed over its last dim is written
+        {0,1} (and copied to the entry result's {1,0}); over dim 0, or over both
+        dims by two reduces, it stays {1,0}; a batched [2,8,8] summed over its
+        last dim through exp is {1,2,0} and reads its pinned operands accordingly."""
+        ab = a @ b
+        return (jnp.sum(ab, axis=1), ab, jnp.sum(c @ d, axis=0), jnp.sum(c @ d, axis=1),
+                jnp.sum(jnp.exp(bd(e, f)) * 2, axis=2), jnp.max(bd(g, h), axis=1))
+
+    def batched_dot_ties(*xs):
+        """Batched dots whose operands' two orders pad alike, for the three
+        contracting-dim placements, result left as is (summed over dim 1) or
+        swapped (summed over dim 2): an operand is read contracting dim minor or
+        last dim minor, the lhs the former unless the result is swapped."""
+        outs = []
+        for i, (eq, axis) in enumerate((("bij,bjk->bik", 1), ("bij,bjk->bik", 2), ("bij,bkj->bik", 1),
+                                        ("bij,bkj->bik", 2), ("bji,bjk->bik", 1), ("bji,bjk->bik", 2))):
+            outs.append(jnp.sum(jnp.einsum(eq, xs[2 * i], xs[2 * i + 1]), axis=axis))
+        return tuple(outs)
+
+    def dot_chain_ties(a, b, c, d, e, f, g, h, k, m, n):
+        """A tied dot whose result only dots downstream read, through layout-keeping
+        ops, takes the layout those dots read it in, and reads its own operands as
+        they come (pinned {1,2,0} a, b: no copy; the three-dot chain: the middle
+        dot is swapped, the first not); one with another reader (an exp to the
+        entry result) keeps its own order and the later dot's operand is copied."""
+        t = jnp.tanh(bd(a, b))
+        u = jnp.exp(jnp.einsum("bji,bjk->bik", t, c))
+        w = jnp.tanh(bd(e, f))
+        return (jnp.einsum("bji,bjk->bik", u, d), jnp.einsum("bji,bjk->bik", w, g), jnp.exp(w),
+                jnp.einsum("bji,bjk->bik", bd(h, k) * m[:, None, :], n))
 
     def small_solves(a, b):
         """Triangular solves small enough to be one block: XLA:TPU's
@@ -299,6 +336,12 @@ def programs():  # noqa: C901  (a table of small programs)
         "fusion_row_major": P("fusion_row_major", fused_gathers, [((8, 3), f32), ((2,), s32)], single=False),
         "dense_dots": P("dense_dots", dense_dots, [((2, 4, 32), f32), ((32, 96), f32), ((8, 4, 3, 3, 3), f32),
                                                   ((3, 5), f32)], [(0, 2, 1), (1, 0), None, None], single=False),
+        "dot_reduce_ties": P("dot_reduce_ties", dot_reduce_ties, [((4, 4), f32)] * 4 + [((2, 8, 8), f32)] * 4,
+                             [None] * 4 + [(0, 1, 2), (0, 2, 1), (0, 2, 1), (0, 2, 1)], single=False),
+        "batched_dot_ties": P("batched_dot_ties", batched_dot_ties, [((2, 8, 8), f32)] * 12,
+                              [(0, 2, 1), (0, 2, 1)] * 6, single=False),
+        "dot_chain_ties": P("dot_chain_ties", dot_chain_ties, [((2, 8, 8), f32)] * 9 + [((2, 8), f32), ((2, 8, 8), f32)],
+                            [(0, 2, 1), (0, 2, 1)] + [None] * 9, single=False),
         "reshape_of_custom_call": P("reshape_of_custom_call", small_solves, [((4, 4), f32), ((4, 3), f32)],
                                     single=False),
         "pooling": P("pooling", pools, [((8, 32, 32, 64), f32), ((8, 64, 32, 32), bf16)], single=False),
