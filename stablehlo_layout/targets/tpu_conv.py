@@ -36,7 +36,7 @@ def pads(element: str, dims: "Dims", m2m: tuple[int, ...]) -> int:
 def _pads(element: str, dims: "Dims", m2m: tuple[int, ...]) -> int:
     if any(d is None for d in dims):
         return 0
-    t = tpu_tiles.tiles(element, dims, m2m)  # type: ignore[arg-type]
+    t = tpu_tiles.tiles(element, dims, m2m)
     return 0 if t is None else tpu_tiles.padded_elements(dims, m2m, t)  # type: ignore[arg-type]
 
 
