@@ -144,22 +144,26 @@ class XlaTpuTarget(Target):
         # the P.V dot's operand is copied).  The same instructions every round.
         mine = view.cache("tpu-demanding").get(comp)
         if mine is None:
-            order = view.post_order(comp)
-            mine = view.cache("tpu-demanding")[comp] = [
-                (iid, hlo) for iid, hlo in zip(order, view.hlos_of(order)) if hlo in _DEMANDING][::-1]
-        for iid, hlo in mine:
-            ins = g.instrs[iid]
-            if hlo == "reshape":
-                yield from self._reshape(view, iid)
-            elif "conv" in ins.attrs and hlo == "convolution":
-                yield from self._convolution(view, iid)
-            elif "lhs_batch" in ins.attrs:
+            mine = view.cache("tpu-demanding")[comp] = _demanding(view, comp)
+        decided = view.cache("tpu-reshape-demands")
+        dots = view.cache("tpu-dot-demands")
+        # What ``_forward_layout`` remembers holds for one computation's demands, asked in this order.
+        view.cache("tpu-walks").clear()
+        for iid, kind in mine:
+            if kind == _RESHAPE:
+                # What is fixed upstream when it is asked is the same every
+                # round (the demands are uniform): decided once, asked every round.
+                made = decided.get(iid)
+                if made is None:
+                    made = decided[iid] = tuple(self._reshape(view, iid))
+            elif kind == _CONV:
+                made = tuple(self._convolution(view, iid))
+            else:
                 # A dot's demands read the graph alone: made once, asked every round.
-                dots = view.cache("tpu-dot-demands")
                 made = dots.get(iid)
                 if made is None:
                     made = dots[iid] = tuple(self._dot(view, iid))
-                yield from made
+            yield from made
 
     def _reshape(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """A reshape stays a bitcast of the value it reads.  Its result is
@@ -174,13 +178,10 @@ class XlaTpuTarget(Target):
         out = g.values[ins.results[0]]
         if not out.is_array or out.rank < 2:
             return
-        reshapes = view.cache("tpu-reshape-demands")
-        made = reshapes.get(iid)
-        if made is None:
-            why = Origin("target:tpu-reshape-result", iid, None,
-                         "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
-            lay = self.unconstrained_layout(g, out)
-            made = reshapes[iid] = (Demand.on_results(iid, [lay], why),) + _reshape_operand(g, iid, lay)
+        why = ("target:tpu-reshape-result", iid, None,
+               "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
+        lay = self.unconstrained_layout(g, out)
+        made = (Demand.on_results(iid, [lay], why),) + _reshape_operand(g, iid, lay)
         if len(made) == 1:
             yield from made
             return
@@ -202,8 +203,8 @@ class XlaTpuTarget(Target):
             # */reshape_copies_operand: [16,8,32] {2,0,1} for [128,32] {1,0},
             # though {0,1} pads less).
             lay = L.default_layout(out.rank)
-            result = replace(result, layouts=(lay,))
-            operand = replace(operand, layout=L.default_layout(src.rank))
+            result = Demand.on_results(iid, (lay,), result.origin)
+            operand = Demand.on_operand(iid, 0, L.default_layout(src.rank), operand.origin)
         elif fwd != lay and view.buffer_constraint(src.buffer) is None \
                 and tpu_conv.pads(out.element, out.dims, fwd) <= tpu_conv.pads(out.element, out.dims, lay):
             # Computed from what is fixed (not an entry parameter read directly,
@@ -213,13 +214,13 @@ class XlaTpuTarget(Target):
             # entry result after; */reshape_keeps_minor: s32 likewise).  Not
             # where it would pad more (*/reshape_copies_operand: s8[2,64,32]).
             lay = L.intern(fwd)
-            result = replace(result, layouts=(lay,))
+            result = Demand.on_results(iid, (lay,), result.origin)
             followed = True
         yield result
         # The result followed it, or it is already a bitcast of the result in
         # the tiles too (a size-1 dim placed elsewhere): read as it comes.
         if followed or _moves_nothing(src.element, tuple(src.dims), held, tuple(out.dims), lay):  # type: ignore[arg-type]
-            yield replace(operand, layout=held)
+            yield Demand.on_operand(iid, 0, held, operand.origin)
             return
         # The copy goes after the nearest transpose upstream, which stays a
         # bitcast of what it reads (*/reshape_copies_operand: the transposes
@@ -228,6 +229,8 @@ class XlaTpuTarget(Target):
         if transposed is not None and view.buffer_constraint(g.values[transposed].buffer) is None:
             fixed = _forward_layout(view, transposed)
             if fixed is not None:
+                walks = view.cache("tpu-walks")
+                walks[_PINS] = walks.get(_PINS, 0) + 1
                 yield Demand.on_buffer(g.values[transposed].buffer, fixed[0], operand.origin)
         yield operand
 
@@ -259,10 +262,10 @@ class XlaTpuTarget(Target):
                     return
                 swapped = reduces > 0
                 lay = other if swapped else last
-            why = Origin("target:tpu-dot-output", iid, None,
-                         "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
-                         "minor, in the order that pads least under the (8,128) tiles; on a tie, the free dim "
-                         "that more of the reduces downstream reduce is the major one (else the last dim minor)")
+            why = ("target:tpu-dot-output", iid, None,
+                   "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
+                   "minor, in the order that pads least under the (8,128) tiles; on a tie, the free dim "
+                   "that more of the reduces downstream reduce is the major one (else the last dim minor)")
             yield Demand.on_results(iid, [L.intern(lay)], why)
         if not nb:
             yield from self._flattened_dot(g, iid)
@@ -282,11 +285,11 @@ class XlaTpuTarget(Target):
             else:
                 pair = (rest[1], rest[0])
             lay = tpu_conv.conv_layout(v.element, v.dims, pair, tuple(sorted(batch)))
-            why = Origin("target:tpu-batched-dot-operand", iid, None,
-                         "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
-                         "contracting dims minor, in the order that pads least under the (8,128) tiles (on a "
-                         "tie the lhs contracting dim minor and the rhs last dim, the other way round when the "
-                         "result has its lhs free dim minor)")
+            why = ("target:tpu-batched-dot-operand", iid, None,
+                   "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
+                   "contracting dims minor, in the order that pads least under the (8,128) tiles (on a "
+                   "tie the lhs contracting dim minor and the rhs last dim, the other way round when the "
+                   "result has its lhs free dim minor)")
             yield Demand.on_operand(iid, n, L.intern(lay), why)
 
     def _flattened_dot(self, g: "Graph", iid: int) -> Iterator[Demand]:
@@ -315,11 +318,11 @@ class XlaTpuTarget(Target):
         least = tpu_tiles.least_padded(out.element, tuple(out.dims), minor_pair_has=out.rank - 1)
         out_lay = follow if least is None or tpu_conv.pads(out.element, out.dims, follow) <= tpu_conv.pads(
             out.element, out.dims, least) else least
-        why = Origin("target:tpu-flattened-dot", iid, None,
-                     "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
-                     "order that pads least with the contracting dim among the two minor ones, the rhs in the "
-                     "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
-                     "lhs has them")
+        why = ("target:tpu-flattened-dot", iid, None,
+               "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
+               "order that pads least with the contracting dim among the two minor ones, the rhs in the "
+               "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
+               "lhs has them")
         yield Demand.on_results(iid, [L.intern(out_lay)], why)
         yield Demand.on_operand(iid, 0, L.intern(lhs_lay), why)
         yield Demand.on_operand(iid, 1, L.intern(rhs_lay), why)
@@ -355,6 +358,32 @@ class XlaTpuTarget(Target):
                          f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
                          "the order that pads least under the (8,128) tiles")
             yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
+
+
+_RESHAPE, _CONV, _DOT = 0, 1, 2
+
+
+def _demanding(view: "TargetView", comp: int) -> list[tuple[int, int]]:
+    """The instructions of ``comp`` whose layouts XLA:TPU decides itself,
+    root first, with their kind: reshapes to an array of rank >= 2,
+    convolutions, dots (the others ask for nothing)."""
+    g = view.graph
+    order = view.post_order(comp)
+    mine: list[tuple[int, int]] = []
+    for iid, hlo in zip(order, view.hlos_of(order)):
+        if hlo not in _DEMANDING:
+            continue
+        ins = g.instrs[iid]
+        if hlo == "reshape":
+            out = g.values[ins.results[0]]
+            if out.is_array and out.rank >= 2:
+                mine.append((iid, _RESHAPE))
+        elif hlo == "convolution":
+            if "conv" in ins.attrs:
+                mine.append((iid, _CONV))
+        elif "lhs_batch" in ins.attrs:
+            mine.append((iid, _DOT))
+    return mine[::-1]
 
 
 def _downstream(view: "TargetView", vid: int, minor: int, second: int) -> tuple[int, bool]:
@@ -470,8 +499,8 @@ def _reshape_operand(g: "Graph", iid: int, lay: L.Layout) -> tuple[Demand, ...]:
     back = L.align_layouts(out.dims, lay, src.dims)  # type: ignore[arg-type]
     if back is None:
         return ()
-    why = Origin("target:tpu-reshape-operand", iid, None,
-                 "XLA:TPU keeps a reshape a bitcast: the value it reads is copied to the layout that makes it one")
+    why = ("target:tpu-reshape-operand", iid, None,
+           "XLA:TPU keeps a reshape a bitcast: the value it reads is copied to the layout that makes it one")
     return (Demand.on_operand(iid, 0, L.intern(back), why),)
 
 
@@ -497,29 +526,69 @@ def _forward_layout(view: "TargetView", vid: int, depth: int = 8) -> tuple[L.Lay
     """The layout ``vid`` takes from what is already fixed upstream: its
     buffer's constraint, else its producer's operand's through ops that keep
     their operand's layout and through transposes (bitcasts, whose result's
-    layout follows); with the nearest transpose on the way (None if none).
-    None when nothing upstream is fixed yet."""
+    layout follows), the first fixed one depth first, at most ``depth`` ops
+    up; with the value the transpose nearest ``vid`` on the way writes (None
+    if none).  None when nothing upstream is fixed yet.
+
+    Nearly every walk finds nothing, so how far up nothing was found is
+    remembered for one computation's demands.  That stays true while the
+    target asks: it asks root first, so the results its later demands fix
+    are never upstream of a value it has walked from; only the transposes it
+    pins may be (``_PINS`` counts them, and a pin forgets what was
+    remembered)."""
+    walks = view.cache("tpu-walks")
+    pins = walks.get(_PINS, 0)
+    if walks.get(_SEEN, 0) != pins:
+        walks.clear()
+        walks[_PINS] = walks[_SEEN] = pins
+    return _walk(view, vid, depth, walks, view.cache("tpu-upstream"))
+
+
+# Keys of the "tpu-walks" cache beside the values' ids: the pins made, and
+# the pins its remembered walks saw.
+_PINS, _SEEN = "pins", "seen"
+
+
+def _walk(view: "TargetView", vid: int, depth: int, unfixed: dict, upstream: dict) -> \
+        tuple[L.Layout, int | None] | None:
+    if unfixed.get(vid, -1) >= depth:
+        return None
+    got = upstream.get(vid)
+    if got is None:
+        got = upstream[vid] = _upstream(view, vid)
+    buffer, perm, above = got
+    lay = view.buffer_layout(buffer)
+    if lay is not None:
+        return lay, None
+    if depth > 0:
+        for o in above:
+            up = _walk(view, o, depth - 1, unfixed, upstream)
+            if up is not None:
+                if perm is None:
+                    return up
+                return L.intern(L.transpose_output_layout(perm, up[0])), vid
+    unfixed[vid] = depth
+    return None
+
+
+def _upstream(view: "TargetView", vid: int) -> tuple[int, tuple[int, ...] | None, tuple[int, ...]]:
+    """What ``_forward_layout`` reads at ``vid``, the graph's alone: its
+    buffer, the permutation of the transpose that writes it (None if none),
+    and the values above it that its layout follows."""
     g = view.graph
     v = g.values[vid]
-    held = view.buffer_constraint(v.buffer)
-    if held is not None:
-        return held.layout, None
     ins = g.instrs[v.producer]
-    if depth == 0 or ins.op in ("parameter", "root") or len(ins.results) != 1:
-        return None
-    rule = view.rule(ins.id)
-    if rule.hlo == "transpose":
-        up = _forward_layout(view, ins.operands[0], depth - 1)
-        return None if up is None else (L.intern(L.transpose_output_layout(ins.attrs["perm"], up[0])), vid)
-    if rule.can_change or rule.tuple_operand or rule.forwards:
-        return None
-    for o in ins.operands:
-        ov = g.values[o]
-        if ov.is_array and tuple(ov.dims) == tuple(v.dims):
-            up = _forward_layout(view, o, depth - 1)
-            if up is not None:
-                return up
-    return None
+    perm: tuple[int, ...] | None = None
+    above: tuple[int, ...] = ()
+    if ins.op not in ("parameter", "root") and len(ins.results) == 1:
+        rule = view.rule(ins.id)
+        if rule.hlo == "transpose":
+            perm, above = tuple(ins.attrs["perm"]), (ins.operands[0],)
+        elif not (rule.can_change or rule.tuple_operand or rule.forwards):
+            dims = v.dims
+            values = g.values
+            above = tuple(o for o in ins.operands if (ov := values[o]).is_array and ov.dims == dims)
+    return v.buffer, perm, above
 
 
 def _in_fusion(g: "Graph", v: "Value") -> bool:
