@@ -229,8 +229,7 @@ class XlaTpuTarget(Target):
         if transposed is not None and view.buffer_constraint(g.values[transposed].buffer) is None:
             fixed = _forward_layout(view, transposed)
             if fixed is not None:
-                walks = view.cache("tpu-walks")
-                walks[_PINS] = walks.get(_PINS, 0) + 1
+                _forget_below(view, transposed)
                 yield Demand.on_buffer(g.values[transposed].buffer, fixed[0], operand.origin)
         yield operand
 
@@ -534,19 +533,31 @@ def _forward_layout(view: "TargetView", vid: int, depth: int = 8) -> tuple[L.Lay
     remembered for one computation's demands.  That stays true while the
     target asks: it asks root first, so the results its later demands fix
     are never upstream of a value it has walked from; only the transposes it
-    pins may be (``_PINS`` counts them, and a pin forgets what was
-    remembered)."""
-    walks = view.cache("tpu-walks")
-    pins = walks.get(_PINS, 0)
-    if walks.get(_SEEN, 0) != pins:
-        walks.clear()
-        walks[_PINS] = walks[_SEEN] = pins
-    return _walk(view, vid, depth, walks, view.cache("tpu-upstream"))
+    pins may be (``_forget_below`` forgets what a pin changes)."""
+    return _walk(view, vid, depth, view.cache("tpu-walks"), view.cache("tpu-upstream"))
 
 
-# Keys of the "tpu-walks" cache beside the values' ids: the pins made, and
-# the pins its remembered walks saw.
-_PINS, _SEEN = "pins", "seen"
+def _forget_below(view: "TargetView", vid: int, depth: int = 8) -> None:
+    """``vid`` is about to be pinned: forget that nothing was found above
+    the values within ``depth`` ops below it that ``_walk`` reads it from."""
+    unfixed, upstream = view.cache("tpu-walks"), view.cache("tpu-upstream")
+    g = view.graph
+    todo = [(vid, depth)]
+    while todo:
+        v, d = todo.pop()
+        unfixed.pop(v, None)
+        if d == 0:
+            continue
+        for user, _ in g.values[v].uses:
+            results = g.instrs[user].results
+            if len(results) != 1:
+                continue
+            r = results[0]
+            up = upstream.get(r)
+            if up is None:
+                up = upstream[r] = _upstream(view, r)
+            if v in up[2]:
+                todo.append((r, d - 1))
 
 
 def _walk(view: "TargetView", vid: int, depth: int, unfixed: dict, upstream: dict) -> \
