@@ -84,7 +84,7 @@ class Demand:
         return _made(BUFFER, buffer, -1, layout, (), (), mandatory, dfs, priority, origin)
 
     @staticmethod
-    def on_results(instr: int, layouts: tuple[Layout | None, ...] | list[Layout | None], origin: Origin,
+    def on_results(instr: int, layouts: tuple[Layout | None, ...] | list[Layout | None], origin: Origin | RawOrigin,
                    mandatory: bool = True, priority: int | None = None) -> "Demand":
         """XLA's SetInstructionLayout (always depth-first): the result leaves of
         ``instr`` take ``layouts``; an op that cannot change layout takes its

@@ -194,6 +194,11 @@ class TargetView:
         c = self._buffers.get(buffer)
         return None if c is None else HeldLayout(c.layout, c.mandatory, c.dfs, c.priority, c.origin)
 
+    def buffer_layout(self, buffer: int) -> Layout | None:
+        """Just the layout of ``buffer_constraint``: for a target that reads many buffers."""
+        c = self._buffers.get(buffer)
+        return None if c is None else c.layout
+
     # -- the target's own per-run facts ------------------------------------------------
     def cache(self, name: str) -> dict[Any, Any]:
         """A dict the target may fill with facts it derived, kept for this run only."""

@@ -21,8 +21,11 @@ that show it:
   lhs has several free dims has its own rule (``_flattened_dot``);
 * a reduce writes its operand's layout, the reduced dims taken out, and
   never another: its users' layout comes by a copy after it;
-* a reshape of a custom call's fixed result reads the layout that keeps it
-  a bitcast: the copy goes between them (``_reshape_of_fixed``);
+* a reshape stays a bitcast: the value it reads is copied, right after the
+  nearest transpose, to the layout that makes it one, unless it already is
+  one in the tiles; a value whose layout is already fixed upstream is
+  followed where that pads no more, else both sides row-major where no
+  layout makes it a bitcast (``_reshape``, ``_reshape_operand``);
 * inside a gather / scatter fusion formed before the pass, what nothing
   constrains is row-major (``_in_fusion``);
 * a reshape writes, and any value nothing constrains takes, the layout that
@@ -141,38 +144,94 @@ class XlaTpuTarget(Target):
         # the P.V dot's operand is copied).  The same instructions every round.
         mine = view.cache("tpu-demanding").get(comp)
         if mine is None:
-            order = view.post_order(comp)
-            mine = view.cache("tpu-demanding")[comp] = [
-                (iid, hlo) for iid, hlo in zip(order, view.hlos_of(order)) if hlo in _DEMANDING][::-1]
-        for iid, hlo in mine:
-            ins = g.instrs[iid]
-            if hlo == "reshape":
-                yield from self._reshape(view, iid)
-            elif "conv" in ins.attrs and hlo == "convolution":
-                yield from self._convolution(view, iid)
-            elif "lhs_batch" in ins.attrs:
+            mine = view.cache("tpu-demanding")[comp] = _demanding(view, comp)
+        decided = view.cache("tpu-reshape-demands")
+        dots = view.cache("tpu-dot-demands")
+        # What ``_forward_layout`` remembers holds for one computation's demands, asked in this order.
+        view.cache("tpu-walks").clear()
+        for iid, kind in mine:
+            if kind == _RESHAPE:
+                # What is fixed upstream when it is asked is the same every
+                # round (the demands are uniform): decided once, asked every round.
+                made = decided.get(iid)
+                if made is None:
+                    made = decided[iid] = tuple(self._reshape(view, iid))
+            elif kind == _CONV:
+                made = tuple(self._convolution(view, iid))
+            else:
                 # A dot's demands read the graph alone: made once, asked every round.
-                dots = view.cache("tpu-dot-demands")
                 made = dots.get(iid)
                 if made is None:
                     made = dots[iid] = tuple(self._dot(view, iid))
-                yield from made
+            yield from made
 
     def _reshape(self, view: "TargetView", iid: int) -> Iterator[Demand]:
-        """A reshape writes its result in the layout that pads least, whatever
-        its operand's: the reshape is then a copy where the two differ."""
+        """A reshape stays a bitcast of the value it reads.  Its result is
+        written in the layout that pads least, and the value copied to the
+        layout that makes the reshape of it a bitcast, except where that
+        value's layout is already fixed upstream by now (``_forward_layout``):
+        then, where it is computed from there and a result layout makes the
+        reshape of it a bitcast that pads no more, the result takes that one
+        (no copy); where none does, result and value are row-major."""
         g = view.graph
-        out = g.values[g.instrs[iid].results[0]]
+        ins = g.instrs[iid]
+        out = g.values[ins.results[0]]
         if not out.is_array or out.rank < 2:
             return
-        reshapes = view.cache("tpu-reshape-demands")
-        made = reshapes.get(iid)
-        if made is None:
-            why = Origin("target:tpu-reshape-result", iid, None,
-                         "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
-            lay = self.unconstrained_layout(g, out)
-            made = reshapes[iid] = (Demand.on_results(iid, [lay], why),) + _reshape_of_fixed(g, iid, lay)
-        yield from made
+        why = ("target:tpu-reshape-result", iid, None,
+               "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
+        lay = self.unconstrained_layout(g, out)
+        made = (Demand.on_results(iid, [lay], why),) + _reshape_operand(g, iid, lay)
+        if len(made) == 1:
+            yield from made
+            return
+        result, operand = made
+        src = g.values[ins.operands[0]]
+        up = _forward_layout(view, src.id)
+        if up is None:
+            yield from made
+            return
+        held, transposed = up
+        fwd = L.align_layouts(src.dims, held, out.dims)  # type: ignore[arg-type]  # derivable: an operand demand exists
+        lay = result.layouts[0]
+        assert lay is not None
+        followed = False
+        if fwd is None:
+            # No layout of the result makes the reshape of this one a bitcast:
+            # both sides row-major, the copy before (*/reshape_keeps_minor:
+            # f32[12,6,10] {0,1,2} is copied to {2,1,0} for [12,60] {1,0};
+            # */reshape_copies_operand: [16,8,32] {2,0,1} for [128,32] {1,0},
+            # though {0,1} pads less).
+            lay = L.default_layout(out.rank)
+            result = Demand.on_results(iid, (lay,), result.origin)
+            operand = Demand.on_operand(iid, 0, L.default_layout(src.rank), operand.origin)
+        elif fwd != lay and view.buffer_constraint(src.buffer) is None \
+                and tpu_conv.pads(out.element, out.dims, fwd) <= tpu_conv.pads(out.element, out.dims, lay):
+            # Computed from what is fixed (not an entry parameter read directly,
+            # which is copied to the least-padded result's bitcast instead):
+            # the result follows (*/reshape_bitcast: (x * 2).reshape(2, 8, 8)
+            # of a column-major f32[16,8] x is [2,8,8] {1,0,2}, copied to the
+            # entry result after; */reshape_keeps_minor: s32 likewise).  Not
+            # where it would pad more (*/reshape_copies_operand: s8[2,64,32]).
+            lay = L.intern(fwd)
+            result = Demand.on_results(iid, (lay,), result.origin)
+            followed = True
+        yield result
+        # The result followed it, or it is already a bitcast of the result in
+        # the tiles too (a size-1 dim placed elsewhere): read as it comes.
+        if followed or _moves_nothing(src.element, tuple(src.dims), held, tuple(out.dims), lay):  # type: ignore[arg-type]
+            yield Demand.on_operand(iid, 0, held, operand.origin)
+            return
+        # The copy goes after the nearest transpose upstream, which stays a
+        # bitcast of what it reads (*/reshape_copies_operand: the transposes
+        # of tanh(a) are copied, not a); through elementwise ops alone it
+        # goes as far up as the demand reaches.
+        if transposed is not None and view.buffer_constraint(g.values[transposed].buffer) is None:
+            fixed = _forward_layout(view, transposed)
+            if fixed is not None:
+                _forget_below(view, transposed)
+                yield Demand.on_buffer(g.values[transposed].buffer, fixed[0], operand.origin)
+        yield operand
 
     def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
         """A dot writes its result with the batch dims most major and its two
@@ -202,10 +261,10 @@ class XlaTpuTarget(Target):
                     return
                 swapped = reduces > 0
                 lay = other if swapped else last
-            why = Origin("target:tpu-dot-output", iid, None,
-                         "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
-                         "minor, in the order that pads least under the (8,128) tiles; on a tie, the free dim "
-                         "that more of the reduces downstream reduce is the major one (else the last dim minor)")
+            why = ("target:tpu-dot-output", iid, None,
+                   "XLA:TPU writes a dot's result with the batch dims most major and the two free dims "
+                   "minor, in the order that pads least under the (8,128) tiles; on a tie, the free dim "
+                   "that more of the reduces downstream reduce is the major one (else the last dim minor)")
             yield Demand.on_results(iid, [L.intern(lay)], why)
         if not nb:
             yield from self._flattened_dot(g, iid)
@@ -225,11 +284,11 @@ class XlaTpuTarget(Target):
             else:
                 pair = (rest[1], rest[0])
             lay = tpu_conv.conv_layout(v.element, v.dims, pair, tuple(sorted(batch)))
-            why = Origin("target:tpu-batched-dot-operand", iid, None,
-                         "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
-                         "contracting dims minor, in the order that pads least under the (8,128) tiles (on a "
-                         "tie the lhs contracting dim minor and the rhs last dim, the other way round when the "
-                         "result has its lhs free dim minor)")
+            why = ("target:tpu-batched-dot-operand", iid, None,
+                   "XLA:TPU reads a batched dot's operand with the batch dims most major and the free and "
+                   "contracting dims minor, in the order that pads least under the (8,128) tiles (on a "
+                   "tie the lhs contracting dim minor and the rhs last dim, the other way round when the "
+                   "result has its lhs free dim minor)")
             yield Demand.on_operand(iid, n, L.intern(lay), why)
 
     def _flattened_dot(self, g: "Graph", iid: int) -> Iterator[Demand]:
@@ -258,11 +317,11 @@ class XlaTpuTarget(Target):
         least = tpu_tiles.least_padded(out.element, tuple(out.dims), minor_pair_has=out.rank - 1)
         out_lay = follow if least is None or tpu_conv.pads(out.element, out.dims, follow) <= tpu_conv.pads(
             out.element, out.dims, least) else least
-        why = Origin("target:tpu-flattened-dot", iid, None,
-                     "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
-                     "order that pads least with the contracting dim among the two minor ones, the rhs in the "
-                     "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
-                     "lhs has them")
+        why = ("target:tpu-flattened-dot", iid, None,
+               "XLA:TPU reads the lhs of a dot without batch dims whose lhs has several free dims in the "
+               "order that pads least with the contracting dim among the two minor ones, the rhs in the "
+               "order that pads least, and writes the rhs free dim minor, the lhs free dims above it as the "
+               "lhs has them")
         yield Demand.on_results(iid, [L.intern(out_lay)], why)
         yield Demand.on_operand(iid, 0, L.intern(lhs_lay), why)
         yield Demand.on_operand(iid, 1, L.intern(rhs_lay), why)
@@ -298,6 +357,32 @@ class XlaTpuTarget(Target):
                          f"XLA:TPU reads a convolution {what} with the spatial dims most major, the pair in "
                          "the order that pads least under the (8,128) tiles")
             yield Demand.on_operand(iid, n, L.intern(lay), why, priority=view.priority - 1)
+
+
+_RESHAPE, _CONV, _DOT = 0, 1, 2
+
+
+def _demanding(view: "TargetView", comp: int) -> list[tuple[int, int]]:
+    """The instructions of ``comp`` whose layouts XLA:TPU decides itself,
+    root first, with their kind: reshapes to an array of rank >= 2,
+    convolutions, dots (the others ask for nothing)."""
+    g = view.graph
+    order = view.post_order(comp)
+    mine: list[tuple[int, int]] = []
+    for iid, hlo in zip(order, view.hlos_of(order)):
+        if hlo not in _DEMANDING:
+            continue
+        ins = g.instrs[iid]
+        if hlo == "reshape":
+            out = g.values[ins.results[0]]
+            if out.is_array and out.rank >= 2:
+                mine.append((iid, _RESHAPE))
+        elif hlo == "convolution":
+            if "conv" in ins.attrs:
+                mine.append((iid, _CONV))
+        elif "lhs_batch" in ins.attrs:
+            mine.append((iid, _DOT))
+    return mine[::-1]
 
 
 def _downstream(view: "TargetView", vid: int, minor: int, second: int) -> tuple[int, bool]:
@@ -396,24 +481,125 @@ def _reduce_output(g: "Graph", ins: "Instruction", n: int, operand: L.Layout, r:
     return L.reduce_output_layout(operand, ins.attrs["dims"])
 
 
-def _reshape_of_fixed(g: "Graph", iid: int, lay: L.Layout) -> tuple[Demand, ...]:
-    """XLA:TPU keeps a reshape a bitcast; where its operand is the result of a
-    custom call whose layouts are fixed (``operand_layout_constraints``:
-    ``InvertDiagBlocksLowerTriangular`` writes f32[1,2,2] ``{1,2,0}``), the
-    copy goes between them: the reshape reads the layout its result's makes a
-    bitcast (``*/reshape_of_custom_call``)."""
+def _reshape_operand(g: "Graph", iid: int, lay: L.Layout) -> tuple[Demand, ...]:
+    """XLA:TPU keeps a reshape a bitcast: the value it reads is copied to the
+    layout that makes the reshape of it to ``lay`` one (XLA's AlignLayouts),
+    and the copy goes between the reshape and that value's producer, not
+    further up: a transpose's result (*/reshape_copies_operand: a
+    ``{2,0,1}`` f32[16,8,32] transpose copied to ``{2,1,0}`` before it is
+    reshaped to [128,32]), a custom call's fixed result
+    (``InvertDiagBlocksLowerTriangular``'s f32[1,2,2] ``{1,2,0}``,
+    */reshape_of_custom_call).  In the v5e differential's seed 0, 826 of the
+    860 reshapes that can be bitcasts are."""
     ins = g.instrs[iid]
     src, out = g.values[ins.operands[0]], g.values[ins.results[0]]
-    producer = g.instrs[src.producer]
-    if not src.is_array or producer.op == "parameter" or "operand_layouts" not in producer.attrs \
-            or not L.reshape_derivable(src.dims, out.dims):
+    if not src.is_array or not L.reshape_derivable(src.dims, out.dims):
         return ()
     back = L.align_layouts(out.dims, lay, src.dims)  # type: ignore[arg-type]
     if back is None:
         return ()
-    why = Origin("target:tpu-reshape-of-fixed", iid, None,
-                 "XLA:TPU keeps a reshape a bitcast: a custom call's fixed result is copied before it")
+    why = ("target:tpu-reshape-operand", iid, None,
+           "XLA:TPU keeps a reshape a bitcast: the value it reads is copied to the layout that makes it one")
     return (Demand.on_operand(iid, 0, L.intern(back), why),)
+
+
+def _moves_nothing(element: str, src: tuple[int, ...], src_lay: L.Layout, dst: tuple[int, ...],
+                   dst_lay: L.Layout) -> bool:
+    """Whether XLA:TPU reshapes ``src`` laid out ``src_lay`` to ``dst`` laid out
+    ``dst_lay`` without a copy: both row-major, or a bitcast of the elements
+    whose two minor (tiled) dims and tiles are the same on both sides.
+    bf16[2,4,1,16] ``{3,1,2,0}`` to [2,4,16] ``{2,1,0}`` (T(4,128) both) is
+    not copied (*/reshape_bitcast); f32[1,6,16] ``{2,0,1}`` (T(1,128)) to
+    [6,16] ``{1,0}`` (T(8,128)) is, before the layer norm that reads it (the
+    TPU differential's models/haiku_attention_one_head_train)."""
+    if src_lay == L.default_layout(len(src)) and dst_lay == L.default_layout(len(dst)):
+        return True
+    if len(src) < 2 or len(dst) < 2 or not L.reshape_is_bitcast(src, src_lay, dst, dst_lay):
+        return False
+    if (src[src_lay[0]], src[src_lay[1]]) != (dst[dst_lay[0]], dst[dst_lay[1]]):
+        return False
+    return tpu_tiles.tiles(element, src, tuple(src_lay)) == tpu_tiles.tiles(element, dst, tuple(dst_lay))
+
+
+def _forward_layout(view: "TargetView", vid: int, depth: int = 8) -> tuple[L.Layout, int | None] | None:
+    """The layout ``vid`` takes from what is already fixed upstream: its
+    buffer's constraint, else its producer's operand's through ops that keep
+    their operand's layout and through transposes (bitcasts, whose result's
+    layout follows), the first fixed one depth first, at most ``depth`` ops
+    up; with the value the transpose nearest ``vid`` on the way writes (None
+    if none).  None when nothing upstream is fixed yet.
+
+    Nearly every walk finds nothing, so how far up nothing was found is
+    remembered for one computation's demands.  That stays true while the
+    target asks: it asks root first, so the results its later demands fix
+    are never upstream of a value it has walked from; only the transposes it
+    pins may be (``_forget_below`` forgets what a pin changes)."""
+    return _walk(view, vid, depth, view.cache("tpu-walks"), view.cache("tpu-upstream"))
+
+
+def _forget_below(view: "TargetView", vid: int, depth: int = 8) -> None:
+    """``vid`` is about to be pinned: forget that nothing was found above
+    the values within ``depth`` ops below it that ``_walk`` reads it from."""
+    unfixed, upstream = view.cache("tpu-walks"), view.cache("tpu-upstream")
+    g = view.graph
+    todo = [(vid, depth)]
+    while todo:
+        v, d = todo.pop()
+        unfixed.pop(v, None)
+        if d == 0:
+            continue
+        for user, _ in g.values[v].uses:
+            results = g.instrs[user].results
+            if len(results) != 1:
+                continue
+            r = results[0]
+            up = upstream.get(r)
+            if up is None:
+                up = upstream[r] = _upstream(view, r)
+            if v in up[2]:
+                todo.append((r, d - 1))
+
+
+def _walk(view: "TargetView", vid: int, depth: int, unfixed: dict, upstream: dict) -> \
+        tuple[L.Layout, int | None] | None:
+    if unfixed.get(vid, -1) >= depth:
+        return None
+    got = upstream.get(vid)
+    if got is None:
+        got = upstream[vid] = _upstream(view, vid)
+    buffer, perm, above = got
+    lay = view.buffer_layout(buffer)
+    if lay is not None:
+        return lay, None
+    if depth > 0:
+        for o in above:
+            up = _walk(view, o, depth - 1, unfixed, upstream)
+            if up is not None:
+                if perm is None:
+                    return up
+                return L.intern(L.transpose_output_layout(perm, up[0])), vid
+    unfixed[vid] = depth
+    return None
+
+
+def _upstream(view: "TargetView", vid: int) -> tuple[int, tuple[int, ...] | None, tuple[int, ...]]:
+    """What ``_forward_layout`` reads at ``vid``, the graph's alone: its
+    buffer, the permutation of the transpose that writes it (None if none),
+    and the values above it that its layout follows."""
+    g = view.graph
+    v = g.values[vid]
+    ins = g.instrs[v.producer]
+    perm: tuple[int, ...] | None = None
+    above: tuple[int, ...] = ()
+    if ins.op not in ("parameter", "root") and len(ins.results) == 1:
+        rule = view.rule(ins.id)
+        if rule.hlo == "transpose":
+            perm, above = tuple(ins.attrs["perm"]), (ins.operands[0],)
+        elif not (rule.can_change or rule.tuple_operand or rule.forwards):
+            dims = v.dims
+            values = g.values
+            above = tuple(o for o in ins.operands if (ov := values[o]).is_array and ov.dims == dims)
+    return v.buffer, perm, above
 
 
 def _in_fusion(g: "Graph", v: "Value") -> bool:

@@ -112,7 +112,11 @@ def test_the_view_is_read_only_and_holds_no_engine():
     # Its public face is readers only: no method of it sets anything.
     public = {k for k in dir(view) if not k.startswith("_")}
     assert public == {"graph", "rule", "instructions_of", "hlos_of", "leaves", "operand_values", "forwards", "post_order",
-                      "given_params", "priority", "operand_constraint", "buffer_constraint", "cache"}
+                      "given_params", "priority", "operand_constraint", "buffer_constraint", "buffer_layout", "cache"}
+    # The bare layout reader agrees with the full one on every buffer.
+    for v in range(len(view.graph.values)):
+        c = view.buffer_constraint(v)
+        assert view.buffer_layout(v) == (None if c is None else c.layout)
     # The bulk reader agrees with asking each instruction's rule, in id order.
     wanted = {"dot_general", "parameter"}
     assert view.instructions_of(wanted) == tuple(i for i in range(len(view.graph.instrs))

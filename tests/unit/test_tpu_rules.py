@@ -41,6 +41,10 @@ PROBES = {
                         "way round when the result is swapped, for every contracting-dim placement",
     "dot_chain_ties": "a tied dot that only batched dots read is left to them, operands read as they come; one with "
                       "another reader keeps its order",
+    "reshape_bitcast": "a reshape stays a bitcast: of a transposed parameter both sides row-major, the copy between; "
+                       "of a computed value the result follows it; a size-1 dim placed elsewhere costs no copy",
+    "reshape_keeps_minor": "a reshape that no result layout makes a bitcast of its transposed operand: both row-major "
+                           "(bf16, f32); one that some layout does, of a computed value: the result follows (s32)",
 }
 
 
@@ -100,6 +104,32 @@ def test_the_copy_of_a_fixed_custom_call_result_goes_before_the_reshape(generati
     assert len(xla) == 2 and all(c["dst"].startswith("{2,1,0") for c in xla)
     assert all(c["matched"] for c in xla), xla
     assert all(c["in_xla"] for c in r["our_copy_full_info"]), r["our_copy_full_info"]
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+def test_the_copy_before_a_reshape_goes_right_after_the_transpose(generation):
+    """``reshape_copies_operand``: tanh(a) transposed and reshaped is copied
+    after the transpose (f32[16,8,32] ``{2,0,1}`` -> ``{2,1,0}``), not at the
+    parameter; so is tanh(e) (f32[8,4,4] ``{0,1,2}``); an s8 parameter whose
+    layout pads more under the reshape is copied to the least-padded
+    result's bitcast.  Not reproduced: e's copy keeps its minor dim
+    (``{0,2,1}``, the reshape read by a dot; the target copies it row-major),
+    the explicitly pinned f32[6,4,1,8] ``{3,1,2,0}``, copied to ``{3,1,0,2}``
+    though only its size-1 dim moves, and the bf16 [8,4,128] ``{2,0,1}`` ->
+    [8,512] reshape, a bitcast in the (8,128) tiles only, not copied."""
+    folder = os.path.join(DUMPS, generation, "reshape_copies_operand")
+    if not jaxlib_reads(os.path.join(folder, "before.txt")):
+        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
+    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
+                              target="xla-tpu", tpu=generation, unique_keys=True)
+    assert r["status"] == "ok", r.get("error")
+    xla = {c["src"]: c for c in r["xla_copy_full_info"]}
+    for src, dst in (("transpose.3", "{2,1,0"), ("d.1", "{2,3,0,1")):
+        assert xla[src]["dst"].startswith(dst) and xla[src]["matched"], xla[src]
+    ours = {c["src"] for c in r["our_copy_full_info"]}
+    assert "transpose.5" in ours and not ours & {"a.1", "e.1"}, r["our_copy_full_info"]
+    wrong = {d["name"] for d in r["diffs"] if d["kind"] == "layout"}
+    assert wrong <= {"tanh.6", "reshape.9"}, wrong
 
 
 def test_conv_layout_pads_least():

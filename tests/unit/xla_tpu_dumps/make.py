@@ -65,7 +65,8 @@ sys.path.insert(0, str(REPO))
 ONLY_V5E_V6E = {"flax_transformer_train", "tiles_row_major", "conv_layouts_f32", "conv_layouts_types",
                 "conv_operands_as_is", "dot_layouts", "topk_paths", "pallas_add", "reduce_follows_operand",
                 "fusion_row_major", "dense_dots", "reshape_of_custom_call",
-                "dot_reduce_ties", "batched_dot_ties", "dot_chain_ties"}
+                "dot_reduce_ties", "batched_dot_ties", "dot_chain_ties", "reshape_bitcast",
+                "reshape_copies_operand", "reshape_keeps_minor"}
 
 
 def programs():  # noqa: C901  (a table of small programs)
@@ -163,6 +164,34 @@ def programs():  # noqa: C901  (a table of small programs)
         w = jnp.tanh(bd(e, f))
         return (jnp.einsum("bji,bjk->bik", u, d), jnp.einsum("bji,bjk->bik", w, g), jnp.exp(w),
                 jnp.einsum("bji,bjk->bik", bd(h, k) * m[:, None, :], n))
+
+    def reshape_bitcast(a, x, y, z, w):
+        """XLA:TPU keeps every reshape a bitcast: where the value reaching it is laid
+        out otherwise (a transpose's bitcast, an elementwise op on a column-major
+        parameter), the copy goes on the reshape's operand; where the operand's
+        layout already is a bitcast of the result's (only a size-1 dim placed
+        elsewhere), there is no copy."""
+        return (jnp.transpose(a, (1, 0, 2)).reshape(128, 32), (x * 2).reshape(2, 8, 8),
+                y.reshape(2, 4, 16) * 2, z.reshape(3, 8) + 1, jnp.swapaxes(w, 1, 2).reshape(4, 256))
+
+    def reshape_copies_operand(a, b, c, d, e, w):
+        """A reshape of a value laid out so that the reshape cannot be a bitcast
+        (a transpose of a computed value) copies that value before the reshape;
+        a reshape whose operand differs from a bitcast only in where a size-1
+        dim sits copies nothing."""
+        return (jnp.transpose(jnp.tanh(a), (1, 0, 2)).reshape(128, 32),
+                jnp.swapaxes(jnp.tanh(b), 0, 1).reshape(8, 512),
+                jnp.tanh(c).reshape(6, 4, 8), (d.reshape(2, 64, 32) * 2).astype(jnp.int8),
+                jnp.transpose(jnp.tanh(e), (2, 1, 0)).reshape(8, 16) @ w)
+
+    def reshape_keeps_minor(a, b, c):
+        """A reshape of a transposed value that no layout of the result makes a
+        bitcast of: the copy before it keeps the value's minor dim (bf16
+        [4,16,8,32] -> [4,128,32] reads {3,1,2,0}, though {1,2,0} pads less);
+        where one does, the reshape of the transposed value (f32, s32)."""
+        return (jnp.transpose(jnp.tanh(a), (0, 2, 1, 3)).reshape(4, 128, 32),
+                jnp.transpose(jnp.exp(b), (2, 0, 1)).reshape(12, 60),
+                jnp.transpose(c * 3, (1, 0)).reshape(2, 8, 8))
 
     def small_solves(a, b):
         """Triangular solves small enough to be one block: XLA:TPU's
@@ -342,6 +371,15 @@ def programs():  # noqa: C901  (a table of small programs)
                               [(0, 2, 1), (0, 2, 1)] * 6, single=False),
         "dot_chain_ties": P("dot_chain_ties", dot_chain_ties, [((2, 8, 8), f32)] * 9 + [((2, 8), f32), ((2, 8, 8), f32)],
                             [(0, 2, 1), (0, 2, 1)] + [None] * 9, single=False),
+        "reshape_bitcast": P("reshape_bitcast", reshape_bitcast,
+                             [((8, 16, 32), f32), ((16, 8), f32), ((2, 4, 1, 16), bf16), ((3, 1, 8), f32),
+                              ((4, 32, 8), s8)], [None, (1, 0), (0, 2, 1, 3), (1, 0, 2), None], single=False),
+        "reshape_copies_operand": P("reshape_copies_operand", reshape_copies_operand,
+                                    [((8, 16, 32), f32), ((4, 8, 128), bf16), ((6, 4, 1, 8), f32),
+                                     ((2, 1, 64, 32), s8), ((4, 4, 8), f32), ((16, 8), f32)],
+                                    [None, None, (0, 2, 1, 3), (1, 0, 2, 3), None, None], single=False),
+        "reshape_keeps_minor": P("reshape_keeps_minor", reshape_keeps_minor,
+                                 [((4, 8, 16, 32), bf16), ((6, 10, 12), f32), ((8, 16), s32)], single=False),
         "reshape_of_custom_call": P("reshape_of_custom_call", small_solves, [((4, 4), f32), ((4, 3), f32)],
                                     single=False),
         "pooling": P("pooling", pools, [((8, 32, 32, 64), f32), ((8, 64, 32, 32), bf16)], single=False),
