@@ -137,7 +137,6 @@ class XlaTpuTarget(Target):
         return r
 
     def backend_demands(self, view: "TargetView", comp: int) -> Iterator[Demand]:
-        g = view.graph
         # Root first: XLA's worklist runs the last-added constraint first, so
         # the instruction nearest the parameters decides where two conflict
         # (*/attention_bf16: the scores' layout runs through the softmax and
@@ -180,12 +179,14 @@ class XlaTpuTarget(Target):
             return
         why = ("target:tpu-reshape-result", iid, None,
                "XLA:TPU writes a reshape's result in the layout that pads least under its tiles")
-        lay = self.unconstrained_layout(g, out)
-        made = (Demand.on_results(iid, [lay], why),) + _reshape_operand(g, iid, lay)
+        least = self.unconstrained_layout(g, out)
+        made = (Demand.on_results(iid, [least], why),) + _reshape_operand(g, iid, least)
         if len(made) == 1:
             yield from made
             return
         result, operand = made
+        why_result, why_operand = result.origin, operand.origin
+        assert why_result is not None and why_operand is not None
         src = g.values[ins.operands[0]]
         up = _forward_layout(view, src.id)
         if up is None:
@@ -203,8 +204,8 @@ class XlaTpuTarget(Target):
             # */reshape_copies_operand: [16,8,32] {2,0,1} for [128,32] {1,0},
             # though {0,1} pads less).
             lay = L.default_layout(out.rank)
-            result = Demand.on_results(iid, (lay,), result.origin)
-            operand = Demand.on_operand(iid, 0, L.default_layout(src.rank), operand.origin)
+            result = Demand.on_results(iid, (lay,), why_result)
+            operand = Demand.on_operand(iid, 0, L.default_layout(src.rank), why_operand)
         elif fwd != lay and view.buffer_constraint(src.buffer) is None \
                 and tpu_conv.pads(out.element, out.dims, fwd) <= tpu_conv.pads(out.element, out.dims, lay):
             # Computed from what is fixed (not an entry parameter read directly,
@@ -214,13 +215,13 @@ class XlaTpuTarget(Target):
             # entry result after; */reshape_keeps_minor: s32 likewise).  Not
             # where it would pad more (*/reshape_copies_operand: s8[2,64,32]).
             lay = L.intern(fwd)
-            result = Demand.on_results(iid, (lay,), result.origin)
+            result = Demand.on_results(iid, (lay,), why_result)
             followed = True
         yield result
         # The result followed it, or it is already a bitcast of the result in
         # the tiles too (a size-1 dim placed elsewhere): read as it comes.
         if followed or _moves_nothing(src.element, tuple(src.dims), held, tuple(out.dims), lay):  # type: ignore[arg-type]
-            yield Demand.on_operand(iid, 0, held, operand.origin)
+            yield Demand.on_operand(iid, 0, held, why_operand)
             return
         # The copy goes after the nearest transpose upstream, which stays a
         # bitcast of what it reads (*/reshape_copies_operand: the transposes
@@ -230,7 +231,7 @@ class XlaTpuTarget(Target):
             fixed = _forward_layout(view, transposed)
             if fixed is not None:
                 _forget_below(view, transposed)
-                yield Demand.on_buffer(g.values[transposed].buffer, fixed[0], operand.origin)
+                yield Demand.on_buffer(g.values[transposed].buffer, fixed[0], why_operand)
         yield operand
 
     def _dot(self, view: "TargetView", iid: int) -> Iterator[Demand]:
