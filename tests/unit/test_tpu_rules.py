@@ -48,15 +48,22 @@ PROBES = {
 }
 
 
-@pytest.mark.parametrize("generation", ("v5e", "v6e"))
-@pytest.mark.parametrize("program", sorted(PROBES))
-def test_probe_agrees_with_xla(program, generation):
-    folder = os.path.join(DUMPS, generation, program)
+def _compared(generation: str, name: str) -> dict:
+    """Our target against XLA:TPU on a committed probe (skipped where this jaxlib cannot read
+    XLA 0.11+'s ``%t#i`` operands in its dump)."""
+    folder = os.path.join(DUMPS, generation, name)
     if not jaxlib_reads(os.path.join(folder, "before.txt")):
         pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
     r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
                               target="xla-tpu", tpu=generation, unique_keys=True)
     assert r["status"] == "ok", r.get("error")
+    return r
+
+
+@pytest.mark.parametrize("generation", ("v5e", "v6e"))
+@pytest.mark.parametrize("program", sorted(PROBES))
+def test_probe_agrees_with_xla(program, generation):
+    r = _compared(generation, program)
     assert r["agree"] == r["values"], [d for d in r["diffs"] if d["kind"] == "layout"][:3]
     assert r["xla_copies_matched"] == r["xla_copies"] == r["our_copies"], \
         [d for d in r["diffs"] if d["kind"] != "layout"][:3]
@@ -94,12 +101,7 @@ def test_the_copy_of_a_fixed_custom_call_result_goes_before_the_reshape(generati
     call writes f32[1,4,4] ``{1,2,0}`` (its fixed layout); XLA:TPU keeps the reshape
     after it a bitcast and copies the custom call's result to ``{2,1,0}``.  (The
     dots after them break a tie the target does not reproduce: TPU-OBSERVED §8.)"""
-    folder = os.path.join(DUMPS, generation, "reshape_of_custom_call")
-    if not jaxlib_reads(os.path.join(folder, "before.txt")):
-        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
-    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
-                              target="xla-tpu", tpu=generation, unique_keys=True)
-    assert r["status"] == "ok", r.get("error")
+    r = _compared(generation, "reshape_of_custom_call")
     xla = [c for c in r["xla_copy_full_info"] if c["src"].startswith("custom-call")]
     assert len(xla) == 2 and all(c["dst"].startswith("{2,1,0") for c in xla)
     assert all(c["matched"] for c in xla), xla
@@ -117,12 +119,7 @@ def test_the_copy_before_a_reshape_goes_right_after_the_transpose(generation):
     the explicitly pinned f32[6,4,1,8] ``{3,1,2,0}``, copied to ``{3,1,0,2}``
     though only its size-1 dim moves, and the bf16 [8,4,128] ``{2,0,1}`` ->
     [8,512] reshape, a bitcast in the (8,128) tiles only, not copied."""
-    folder = os.path.join(DUMPS, generation, "reshape_copies_operand")
-    if not jaxlib_reads(os.path.join(folder, "before.txt")):
-        pytest.skip("this jaxlib cannot read XLA 0.11+'s tuple-element operands (%t#i) in the dump")
-    r = compare.compare_dumps(os.path.join(folder, "before.txt"), os.path.join(folder, "after.txt"),
-                              target="xla-tpu", tpu=generation, unique_keys=True)
-    assert r["status"] == "ok", r.get("error")
+    r = _compared(generation, "reshape_copies_operand")
     xla = {c["src"]: c for c in r["xla_copy_full_info"]}
     for src, dst in (("transpose.3", "{2,1,0"), ("d.1", "{2,3,0,1")):
         assert xla[src]["dst"].startswith(dst) and xla[src]["matched"], xla[src]
