@@ -293,7 +293,7 @@ def _read_program(args: argparse.Namespace, ctx, target):
 
     backend = xla_compile.backend_of(target)
     # A JAX function is lowered for the platform it is compiled for.
-    module = _read(args, ctx, {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend))
+    module = _read(args, ctx, xla_compile.lowering_platforms(backend))
     path = "<stdin>" if args.input == "-" else args.input
     _phase(args, f"compiling with XLA ({backend}) up to its layout assignment")
     compiled = xla_compile.compile_module(module, path, backend, args.entry_layouts,
@@ -476,11 +476,11 @@ def _fixes_confirmed(args: argparse.Namespace, target: Any) -> FixResult:
     """fix's search on the input as given (read again: ``--as-compiled`` laid out XLA's module)."""
     from stablehlo_layout.fix.search import fix_module
     from stablehlo_layout.ir import mlir
+    from stablehlo_layout.xla.pipeline import lowering_platforms
 
     ctx = mlir.make_context()
-    backend = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(args.target)
     _phase(args, "reading")
-    module = _read(args, ctx, backend)
+    module = _read(args, ctx, lowering_platforms(args.target))
     path = "<stdin>" if args.input == "-" else args.input
     _phase(args, "finding the changes and confirming each by compiling with XLA")
     return fix_module(module, path, target, args.entry_layouts, jobs=getattr(args, "jobs", None),

@@ -676,10 +676,10 @@ def analyze(fn: Callable, *args: Any, in_layouts: Any = None, out_layouts: Any =
     structs, flat_in, flat_out, in_formats, out_formats, in_req, out_req = _trees(
         call, fn, args, in_layouts, out_layouts)
     tgt, _ = resolve_target(target, gpu, tpu)
-    from stablehlo_layout.xla.pipeline import backend_of
+    from stablehlo_layout.xla.pipeline import backend_of, lowering_platforms
 
     backend = backend_of(tgt)
-    platform = {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend) if as_compiled or backend == "xla-tpu" else None
+    platform = lowering_platforms(backend) if as_compiled or backend == "xla-tpu" else None
     exported = _export(fn, structs, in_formats, out_formats, platforms=platform)
     name = getattr(user_fn, "__name__", None) or repr(user_fn)
     ctx = mlir.make_context()

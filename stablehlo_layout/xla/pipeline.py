@@ -208,6 +208,11 @@ def backend_of(target: Any) -> str:
     return getattr(target, "name", str(target))
 
 
+def lowering_platforms(backend: str) -> list[str] | None:
+    """The platforms JAX lowers a function for so that ``backend``'s XLA compiles it (None: JAX's default)."""
+    return {"xla-gpu": ["cuda"], "xla-tpu": ["tpu"]}.get(backend)
+
+
 def check_target(target: str) -> None:
     """``--as-compiled`` needs a target that names an XLA backend."""
     if target not in COMPILE_TARGETS:
