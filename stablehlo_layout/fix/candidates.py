@@ -231,7 +231,7 @@ def _constraint_candidates(program: ir.Module, after: str, path: str) -> list[Ca
     for group in groups:
         wanted = {s.index: layout for s, layout in group}
         site, layout = group[0]
-        first = where_of(site.location, path, "stablehlo.slice")
+        first = where_of(site.location, path, site.op)
         m2m = L.format_layout(layout)
         major_to_minor = tuple(reversed(layout))
 

@@ -30,6 +30,7 @@ class SliceSite:
     """A slice of the program that reads fewer elements than its operand holds."""
 
     index: int  # its position among the module's slices (both kinds), in program order
+    op: str  # stablehlo.slice or stablehlo.dynamic_slice
     location: str
     operand: tuple[int, ...]
     result: tuple[int, ...]
@@ -47,7 +48,7 @@ def slices(module: ir.Module) -> list[SliceSite]:
             continue
         shape, sliced = tuple(dims_of(source)), tuple(dims_of(result))
         if prod(sliced) < prod(shape):
-            out.append(SliceSite(n, str(op.location), shape, sliced))
+            out.append(SliceSite(n, op.name, str(op.location), shape, sliced))
     return out
 
 

@@ -20,8 +20,8 @@ from stablehlo_layout.model.layout import Layout
 
 # ``  %name = shape opcode(operands), attrs`` in HLO text; ROOT marks the computation's result.
 _INSTR = re.compile(r"^\s*(ROOT )?%?([\w.\-]+) = .*? ([a-z][\w\-]*)\(([^)]*)\)")
-# The layout of an instruction's (array) shape in HLO text: ``f32[8,3]{0,1}``.
-_LAYOUT = re.compile(r"^[a-z][a-z0-9]*\[[^\]]*\]\{([^}]*)\}")
+# An instruction's (array) shape in HLO text, its dims and its layout: ``f32[8,3]{0,1}``.
+_SHAPE = re.compile(r"^[a-z][a-z0-9]*\[([^\]]*)\](?:\{([^}]*)\})?")
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,16 @@ class Wishes:
     results: dict[int, list[Layout]]
 
 
+def _shape(text: str) -> re.Match[str] | None:
+    """The shape an HLO instruction line ``text`` gives its result."""
+    return _SHAPE.search(text.split(" = ", 1)[1]) if " = " in text else None
+
+
 def _shape_layout(text: str) -> Layout | None:
-    m = _LAYOUT.search(text.split(" = ", 1)[1]) if " = " in text else None
-    if m is None:
+    m = _shape(text)
+    if m is None or m.group(2) is None:
         return None
-    body = m.group(1).split(":", 1)[0]
+    body = m.group(2).split(":", 1)[0]
     return tuple(int(x) for x in body.split(",") if x.strip())
 
 
@@ -124,11 +129,10 @@ def entry_wishes(after: str) -> Wishes:
 # Ops that keep their operand's dims and layout between a copy and the slice it feeds.
 _PASS_THROUGH = frozenset({"convert", "negate", "abs", "exponential", "log", "tanh", "logistic", "sqrt", "rsqrt",
                            "add", "subtract", "multiply", "divide", "maximum", "minimum", "select", "compare"})
-_DIMS = re.compile(r"^[a-z][a-z0-9]*\[([^\]]*)\]")
 
 
 def _dims(text: str) -> tuple[int, ...] | None:
-    m = _DIMS.search(text.split(" = ", 1)[1]) if " = " in text else None
+    m = _shape(text)
     if m is None or any(not x.strip().isdigit() for x in m.group(1).split(",") if x.strip()):
         return None
     return tuple(int(x) for x in m.group(1).split(",") if x.strip())
